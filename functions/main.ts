@@ -1,0 +1,19 @@
+/**
+ * Entry point the Functions host loads (package.json `main`). Settings are read and checked
+ * here, once: a bad setting fails start-up with a message naming it, not the first request.
+ */
+import { app } from '@azure/functions';
+import { DefaultAzureCredential } from '@azure/identity';
+import { loadConfig } from '../lib/config';
+import { createDependencies, createDrawRequestHandler } from './drawRequest';
+
+const config = loadConfig(process.env);
+// Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is used.
+const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
+
+app.http('DrawRequest', {
+  route: 'DrawRequest',
+  methods: ['POST'],
+  authLevel: 'anonymous', // the bearer token is the only gate
+  handler: createDrawRequestHandler(createDependencies(config, { credential })),
+});

@@ -1,0 +1,194 @@
+/**
+ * Bearer token → the calling client id, or a typed failure (DESIGN §3).
+ * Tokens are verified with jose against the provider's OpenID metadata and JWKS. A provider
+ * that cannot be reached is a dependency failure (502), never a rejected token (401).
+ */
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  jwtVerify,
+  errors as joseErrors,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
+import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
+
+export const MAX_TOKEN_BYTES = 8 * 1024;
+const METADATA_MAX_AGE_MS = 24 * 60 * 60 * 1000;
+const FETCH_TIMEOUT_MS = 5_000;
+
+/** Why a caller was refused. Goes to logs and telemetry, never to the caller. */
+export type UnauthorizedCode =
+  | 'ERR_AUTH_MISSING' // no Authorization header, or not the Bearer scheme
+  | 'ERR_AUTH_TOKEN_TOO_LARGE'
+  | 'ERR_AUTH_MALFORMED' // not a well-formed signed JWT
+  | 'ERR_AUTH_ALGORITHM' // alg not allowed (none, HS256 …)
+  | 'ERR_AUTH_UNKNOWN_KEY' // kid not in the provider's key set
+  | 'ERR_AUTH_SIGNATURE'
+  | 'ERR_AUTH_EXPIRED'
+  | 'ERR_AUTH_CLAIM' // issuer, audience, nbf, missing exp … (see `claim`)
+  | 'ERR_AUTH_TENANT' // tid is not the configured tenant
+  | 'ERR_AUTH_DELEGATED' // a user (delegated) token: has scp
+  | 'ERR_AUTH_NOT_APP' // idtyp present and not app
+  | 'ERR_AUTH_ROLE' // required app role missing
+  | 'ERR_AUTH_NO_CLIENT' // no usable client id claim
+  | 'ERR_AUTH_UNKNOWN_CLIENT' // client not in Partners
+  | 'ERR_AUTH_INACTIVE_CLIENT'
+  | 'ERR_AUTH_PARTNER_UNNAMED'; // Partners row without PartnerId: a data problem, fail closed
+
+export type IdentityProviderFailureCode = 'ERR_IDP_METADATA' | 'ERR_IDP_JWKS';
+
+export type AuthFailure =
+  | { readonly kind: 'unauthorized'; readonly code: UnauthorizedCode; readonly tokenSent: boolean; readonly claim?: string }
+  | { readonly kind: 'dependency'; readonly code: IdentityProviderFailureCode };
+
+export type TokenResult =
+  | { readonly ok: true; readonly clientId: string; readonly claims: JWTPayload }
+  | { readonly ok: false; readonly failure: AuthFailure };
+
+/** Thrown inside the key resolver so jose's own failures stay distinguishable from the provider's. */
+class IdentityProviderUnavailable extends Error {
+  constructor(readonly code: IdentityProviderFailureCode, options?: { cause?: unknown }) {
+    super(code, options);
+    this.name = 'IdentityProviderUnavailable';
+  }
+}
+
+interface ProviderKeys {
+  readonly issuers: readonly string[];
+  readonly jwksUri: string;
+  readonly getKey: JWTVerifyGetKey;
+  readonly fetchedAt: number;
+}
+
+const JOSE_CODES: Record<string, UnauthorizedCode> = {
+  ERR_JWT_EXPIRED: 'ERR_AUTH_EXPIRED',
+  ERR_JWT_CLAIM_VALIDATION_FAILED: 'ERR_AUTH_CLAIM',
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'ERR_AUTH_SIGNATURE',
+  ERR_JOSE_ALG_NOT_ALLOWED: 'ERR_AUTH_ALGORITHM',
+  ERR_JOSE_NOT_SUPPORTED: 'ERR_AUTH_ALGORITHM',
+  ERR_JWKS_NO_MATCHING_KEY: 'ERR_AUTH_UNKNOWN_KEY',
+  ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'ERR_AUTH_UNKNOWN_KEY',
+};
+
+/** Characters a Table Storage key cannot hold; a client id with them cannot be a partner. */
+const CLIENT_ID = /^[^/\\#?\p{Cc}]{1,256}$/u;
+
+export class Authenticator {
+  private keys?: ProviderKeys;
+  private loading?: Promise<ProviderKeys>;
+
+  constructor(
+    private readonly config: AuthConfig,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async verify(authorization: string | null | undefined): Promise<TokenResult> {
+    const refuse = (code: UnauthorizedCode, tokenSent = true, claim?: string): TokenResult => ({
+      ok: false,
+      failure: { kind: 'unauthorized', code, tokenSent, ...(claim === undefined ? {} : { claim }) },
+    });
+    const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
+    if (!match) return refuse('ERR_AUTH_MISSING', false);
+    const token = match[1];
+    if (Buffer.byteLength(token) > MAX_TOKEN_BYTES) return refuse('ERR_AUTH_TOKEN_TOO_LARGE');
+
+    let keys: ProviderKeys;
+    try {
+      keys = await this.providerKeys();
+    } catch {
+      return { ok: false, failure: { kind: 'dependency', code: 'ERR_IDP_METADATA' } };
+    }
+
+    let claims: JWTPayload;
+    try {
+      ({ payload: claims } = await jwtVerify(token, keys.getKey, {
+        issuer: [...keys.issuers],
+        audience: [...this.config.audiences],
+        algorithms: [...this.config.algorithms],
+        clockTolerance: this.config.clockToleranceSeconds,
+        requiredClaims: ['exp'],
+      }));
+    } catch (error) {
+      if (error instanceof IdentityProviderUnavailable) return { ok: false, failure: { kind: 'dependency', code: error.code } };
+      const code = (error as { code?: string }).code;
+      const claim = error instanceof joseErrors.JWTClaimValidationFailed ? error.claim : undefined;
+      if (code !== undefined && code in JOSE_CODES) return refuse(JOSE_CODES[code], true, claim);
+      if (error instanceof joseErrors.JOSEError || error instanceof TypeError) return refuse('ERR_AUTH_MALFORMED');
+      throw error;
+    }
+
+    const { tenantId, requiredRole, partnerClaim } = this.config;
+    if (tenantId !== undefined && claims.tid !== tenantId) return refuse('ERR_AUTH_TENANT', true, 'tid');
+    // App-only tokens: a delegated token carries scp; Entra's idtyp, when present, says which.
+    if (claims.scp !== undefined) return refuse('ERR_AUTH_DELEGATED', true, 'scp');
+    if (claims.idtyp !== undefined && claims.idtyp !== 'app') return refuse('ERR_AUTH_NOT_APP', true, 'idtyp');
+    if (requiredRole !== undefined && !(Array.isArray(claims.roles) && claims.roles.includes(requiredRole))) {
+      return refuse('ERR_AUTH_ROLE', true, 'roles');
+    }
+    const clientId = partnerClaim !== undefined ? claims[partnerClaim] : (claims.azp ?? claims.appid);
+    if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return refuse('ERR_AUTH_NO_CLIENT', true, partnerClaim ?? 'azp');
+    return { ok: true, clientId, claims };
+  }
+
+  /** Metadata is fetched on first use, kept, and refreshed at most every 24 h; a failed refresh keeps the old. */
+  private async providerKeys(): Promise<ProviderKeys> {
+    const current = this.keys;
+    if (current !== undefined && this.now() - current.fetchedAt < METADATA_MAX_AGE_MS) return current;
+    this.loading ??= this.loadKeys(current).finally(() => {
+      this.loading = undefined;
+    });
+    try {
+      return await this.loading;
+    } catch (error) {
+      if (current !== undefined) return current;
+      throw error; // nothing cached: this request answers 502 and the next one tries again
+    }
+  }
+
+  private async loadKeys(previous: ProviderKeys | undefined): Promise<ProviderKeys> {
+    const response = await fetch(this.config.openIdConfigUrl, {
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      redirect: 'manual',
+      headers: { accept: 'application/json' },
+    });
+    if (response.status !== 200) throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
+    const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+    const { issuer, jwks_uri: jwksUri } = metadata;
+    if (typeof issuer !== 'string' || typeof jwksUri !== 'string' || !isSecureOrLoopbackUrl(new URL(jwksUri))) {
+      throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
+    }
+    const issuers =
+      this.config.allowedIssuers ??
+      (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
+    const getKey = previous?.jwksUri === jwksUri ? previous.getKey : keyResolver(new URL(jwksUri));
+    const keys = { issuers, jwksUri, getKey, fetchedAt: this.now() };
+    this.keys = keys;
+    return keys;
+  }
+}
+
+/**
+ * jose's remote key set (cached; refetched on an unknown kid after its cooldown), made to tell
+ * "the provider is down" apart from "no such key", and to keep serving keys it already holds.
+ */
+function keyResolver(jwksUri: URL): JWTVerifyGetKey {
+  const remote = createRemoteJWKSet(jwksUri, { timeoutDuration: FETCH_TIMEOUT_MS });
+  return async (header, token) => {
+    try {
+      return await remote(header, token);
+    } catch (error) {
+      if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) throw error;
+      const held: JSONWebKeySet | undefined = remote.jwks();
+      if (held !== undefined) {
+        try {
+          return await createLocalJWKSet(held)(header, token);
+        } catch {
+          // the key is not among those held: only the provider could tell, and it is down
+        }
+      }
+      throw new IdentityProviderUnavailable('ERR_IDP_JWKS', { cause: error });
+    }
+  };
+}

@@ -1,0 +1,202 @@
+/**
+ * Settings (DESIGN §5) → one typed, validated Config, read once at start-up.
+ * A missing or malformed setting fails start-up with a message naming it.
+ */
+
+/** Every setting the service reads, in one place (docs, infra and tests derive from it). */
+export const SETTING_NAMES = [
+  'AUTH_TENANT_ID',
+  'AUTH_AUTHORITY_HOST',
+  'AUTH_OPENID_CONFIG_URL',
+  'AUTH_AUDIENCE',
+  'AUTH_ALLOWED_ISSUERS',
+  'AUTH_REQUIRED_ROLE',
+  'AUTH_PARTNER_CLAIM',
+  'AUTH_CLOCK_TOLERANCE_SECONDS',
+  'AUTH_ALGORITHMS',
+  'TABLES_ENDPOINT',
+  'TABLES_CONNECTION_STRING',
+  'PARTNERS_TABLE',
+  'LOANS_TABLE',
+  'DRAWS_TABLE',
+  'DRAW_DAY_TIMEZONE',
+  'MAX_BATCH_SIZE',
+  'APPLICATIONINSIGHTS_CONNECTION_STRING',
+] as const;
+
+export type SettingName = (typeof SETTING_NAMES)[number];
+export type Settings = Partial<Record<string, string | undefined>>;
+
+export interface AuthConfig {
+  readonly tenantId?: string;
+  readonly openIdConfigUrl: string;
+  readonly audiences: readonly string[];
+  /** Explicit issuer list; when absent, issuers come from the metadata (and tenant). */
+  readonly allowedIssuers?: readonly string[];
+  readonly requiredRole?: string;
+  /** Claim naming the client; when absent, `azp` then `appid`. */
+  readonly partnerClaim?: string;
+  readonly clockToleranceSeconds: number;
+  readonly algorithms: readonly string[];
+}
+
+export interface TablesConfig {
+  readonly endpoint?: string;
+  readonly connectionString?: string;
+  readonly partnersTable: string;
+  readonly loansTable: string;
+  readonly drawsTable: string;
+}
+
+export interface Config {
+  readonly auth: AuthConfig;
+  readonly tables: TablesConfig;
+  readonly drawDayTimeZone: string;
+  readonly maxBatchSize: number;
+  readonly appInsightsConnectionString?: string;
+}
+
+export const MAX_BATCH_SIZE_LIMIT = 100; // one entity-group transaction holds at most 100 rows
+
+/** Asymmetric algorithms only: a shared-secret (HS*) or `none` algorithm must never be accepted. */
+const ALLOWED_ALGORITHMS = new Set([
+  'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA',
+]);
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TABLE_NAME = /^[A-Za-z][A-Za-z0-9]{2,62}$/;
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+export type ConfigErrorCode = 'ERR_CONFIG_INVALID';
+
+/** Start-up failure: lists every problem, each naming its setting. */
+export class ConfigError extends Error {
+  readonly code: ConfigErrorCode = 'ERR_CONFIG_INVALID';
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid settings:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** https, or http only to this machine (a local OpenID provider). */
+export function isSecureOrLoopbackUrl(url: URL): boolean {
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
+}
+
+function parseUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function isTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function list(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return items.length > 0 ? items : undefined;
+}
+
+export function loadConfig(env: Settings = process.env): Config {
+  const problems: string[] = [];
+  // An empty value means unset: App Service and local.settings files often carry empty values.
+  const get = (name: SettingName): string | undefined => {
+    const v = env[name]?.trim();
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const integer = (name: SettingName, fallback: number, min: number, max: number): number => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return Number(raw);
+  };
+  const url = (name: SettingName, raw: string | undefined, secure: boolean): string | undefined => {
+    if (raw === undefined) return undefined;
+    const parsed = parseUrl(raw);
+    if (!parsed || !['https:', 'http:'].includes(parsed.protocol)) {
+      problems.push(`${name} must be an absolute http(s) URL`);
+      return undefined;
+    }
+    if (secure && !isSecureOrLoopbackUrl(parsed)) {
+      problems.push(`${name} must use https (http is allowed only for localhost)`);
+      return undefined;
+    }
+    return raw;
+  };
+
+  // --- auth ---
+  const tenantId = get('AUTH_TENANT_ID');
+  if (tenantId !== undefined && !GUID.test(tenantId)) {
+    problems.push('AUTH_TENANT_ID must be the tenant id, a GUID (it is compared with the token\'s tid)');
+  }
+  const authorityHost = url('AUTH_AUTHORITY_HOST', get('AUTH_AUTHORITY_HOST') ?? 'https://login.microsoftonline.com', true);
+  let openIdConfigUrl = url('AUTH_OPENID_CONFIG_URL', get('AUTH_OPENID_CONFIG_URL'), true);
+  if (openIdConfigUrl === undefined && get('AUTH_OPENID_CONFIG_URL') === undefined) {
+    if (tenantId === undefined) {
+      problems.push('AUTH_TENANT_ID is required unless AUTH_OPENID_CONFIG_URL is set');
+    } else if (authorityHost !== undefined) {
+      openIdConfigUrl = `${authorityHost.replace(/\/+$/, '')}/${tenantId}/v2.0/.well-known/openid-configuration`;
+    }
+  }
+  const audiences = list(get('AUTH_AUDIENCE'));
+  if (audiences === undefined) problems.push('AUTH_AUDIENCE is required (comma-separated accepted audiences)');
+  const algorithms = list(get('AUTH_ALGORITHMS')) ?? ['RS256'];
+  const badAlgorithms = algorithms.filter((a) => !ALLOWED_ALGORITHMS.has(a));
+  if (badAlgorithms.length > 0) {
+    problems.push(`AUTH_ALGORITHMS may list only ${[...ALLOWED_ALGORITHMS].join(', ')} (got ${badAlgorithms.join(', ')})`);
+  }
+  const allowedIssuers = list(get('AUTH_ALLOWED_ISSUERS'));
+  const clockToleranceSeconds = integer('AUTH_CLOCK_TOLERANCE_SECONDS', 60, 0, 300);
+
+  // --- tables ---
+  const endpointRaw = get('TABLES_ENDPOINT');
+  const connectionString = get('TABLES_CONNECTION_STRING');
+  if (endpointRaw !== undefined && connectionString !== undefined) {
+    problems.push('set only one of TABLES_ENDPOINT or TABLES_CONNECTION_STRING, not both');
+  } else if (endpointRaw === undefined && connectionString === undefined) {
+    problems.push('one of TABLES_ENDPOINT (managed identity) or TABLES_CONNECTION_STRING is required');
+  }
+  const endpoint = url('TABLES_ENDPOINT', endpointRaw, true);
+  const tableName = (name: SettingName, fallback: string): string => {
+    const value = get(name) ?? fallback;
+    if (!TABLE_NAME.test(value)) problems.push(`${name} must be a table name: a letter, then 2 to 62 letters or digits`);
+    return value;
+  };
+  const partnersTable = tableName('PARTNERS_TABLE', 'Partners');
+  const loansTable = tableName('LOANS_TABLE', 'Loans');
+  const drawsTable = tableName('DRAWS_TABLE', 'DrawRequests');
+
+  // --- rules ---
+  const drawDayTimeZone = get('DRAW_DAY_TIMEZONE') ?? 'UTC';
+  if (!isTimeZone(drawDayTimeZone)) problems.push(`DRAW_DAY_TIMEZONE must be an IANA time zone such as UTC or America/New_York (got "${drawDayTimeZone}")`);
+  const maxBatchSize = integer('MAX_BATCH_SIZE', MAX_BATCH_SIZE_LIMIT, 1, MAX_BATCH_SIZE_LIMIT);
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    auth: {
+      tenantId,
+      openIdConfigUrl: openIdConfigUrl as string,
+      audiences: audiences as string[],
+      allowedIssuers,
+      requiredRole: get('AUTH_REQUIRED_ROLE'),
+      partnerClaim: get('AUTH_PARTNER_CLAIM'),
+      clockToleranceSeconds,
+      algorithms,
+    },
+    tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable },
+    drawDayTimeZone,
+    maxBatchSize,
+    appInsightsConnectionString: get('APPLICATIONINSIGHTS_CONNECTION_STRING'),
+  };
+}

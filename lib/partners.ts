@@ -1,0 +1,58 @@
+/**
+ * Calling client id → registered, active partner id (DESIGN §3), cached per instance for at
+ * most five minutes. A storage failure is a dependency failure (502), never a refusal (401).
+ */
+import type { UnauthorizedCode } from './auth';
+import type { PartnerRecord, StorageFailure, StoreResult } from './store';
+
+export const PARTNER_CACHE_TTL_MS = 5 * 60 * 1000;
+const MAX_CACHED_PARTNERS = 10_000;
+
+export type PartnerResult =
+  | { readonly ok: true; readonly partnerId: string }
+  | { readonly ok: false; readonly refused: UnauthorizedCode }
+  | { readonly ok: false; readonly failure: StorageFailure };
+
+export interface PartnerSource {
+  readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>>;
+}
+
+export class PartnerDirectory {
+  private readonly cache = new Map<string, { readonly expires: number; readonly result: PartnerResult }>();
+  private readonly inFlight = new Map<string, Promise<PartnerResult>>();
+
+  constructor(
+    private readonly source: PartnerSource,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Never rejects: every outcome is a value. Answers from cache without I/O when it can. */
+  resolve(clientId: string): Promise<PartnerResult> {
+    const cached = this.cache.get(clientId);
+    if (cached !== undefined && cached.expires > this.now()) return Promise.resolve(cached.result);
+    let pending = this.inFlight.get(clientId);
+    if (pending === undefined) {
+      pending = this.lookup(clientId).finally(() => this.inFlight.delete(clientId));
+      this.inFlight.set(clientId, pending);
+    }
+    return pending;
+  }
+
+  private async lookup(clientId: string): Promise<PartnerResult> {
+    const read = await this.source.readPartner(clientId);
+    if (!read.ok) return { ok: false, failure: read.failure }; // not cached: the next request asks again
+    const row = read.value;
+    const result: PartnerResult =
+      row === undefined
+        ? { ok: false, refused: 'ERR_AUTH_UNKNOWN_CLIENT' }
+        : !row.active
+          ? { ok: false, refused: 'ERR_AUTH_INACTIVE_CLIENT' }
+          : row.partnerId === undefined || row.partnerId.trim() === ''
+            ? { ok: false, refused: 'ERR_AUTH_PARTNER_UNNAMED' }
+            : { ok: true, partnerId: row.partnerId };
+    if (this.cache.size >= MAX_CACHED_PARTNERS) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.delete(clientId); // re-inserted last: the oldest entry is evicted first
+    this.cache.set(clientId, { expires: this.now() + PARTNER_CACHE_TTL_MS, result });
+    return result;
+  }
+}

@@ -1,0 +1,116 @@
+import type { HttpResponseInit } from '@azure/functions';
+
+/**
+ * The error catalogue (DESIGN §2.3): the only place that names per-element errors.
+ * Partners match on `code`; `error` is the exact text the contract fixes.
+ */
+export const ERROR_NAMES = {
+  InvalidRequest: 'Invalid Request',
+  InvalidLoanNumber: 'Invalid Loan Number',
+  InvalidAmount: 'Invalid Amount',
+  InvalidAuthorization: 'Invalid Authorization',
+  InvalidFundingInvestor: 'Invalid Funding Investor',
+  PendingTransactionRequest: 'Pending Transaction Request',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_NAMES;
+
+/** One rejected element (with `index`) or the request itself (without). */
+export interface ElementError {
+  readonly code: ErrorCode;
+  readonly detail: string;
+  readonly index?: number;
+  readonly loanNumber?: number;
+  readonly pointer?: string;
+}
+
+/** The `detail` texts, so tests and docs quote the same words as responses. */
+export const DETAILS = {
+  contentType: 'Content-Type must be application/json',
+  tooLarge: (maxBytes: number) => `the request body must be at most ${maxBytes} bytes`,
+  unreadable: 'the request body could not be read as UTF-8 text',
+  notJson: 'the request body is not valid JSON',
+  notArray: 'the request body must be a JSON array of draw requests',
+  batchSize: (max: number) => `the request body must be an array of 1 to ${max} draw requests`,
+  notObject: 'a draw request must be a JSON object',
+  missing: (field: string) => `${field} is required`,
+  ambiguous: (field: string) => `more than one key names ${field} (keys are case-insensitive)`,
+  requestor: 'requestor must be a string of 1 to 256 characters without control characters',
+  loanNumberFormat: 'loanNumber must be a positive integer or a string of 1 to 16 digits',
+  amountFormat: 'amount must be a number of at least 1.00 with at most 2 decimal places',
+  loanNotFound: 'no loan with this loan number exists',
+  notAuthorized: 'this loan cannot be drawn on by the caller',
+  noFundingInvestor: 'the loan has no funding investor assigned',
+  amountAboveCredit: "amount must be between 1.00 and the loan's available credit",
+  alreadyToday: 'a draw request for this loan was already submitted today',
+  duplicateInBatch: 'an earlier draw request in this batch names the same loan',
+} as const;
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+};
+
+const GENERIC_DETAILS: Record<number, string> = {
+  401: 'The request was not authenticated: a valid access token for a registered partner is required.',
+  500: 'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.',
+  502: 'A service this API depends on is unavailable; nothing was submitted. Retry later.',
+};
+
+function problem(
+  status: number,
+  requestId: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): HttpResponseInit {
+  return {
+    status,
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, 'X-Request-Id': requestId, ...headers },
+    body: JSON.stringify({ type: 'about:blank', title: TITLES[status], status, detail, requestId, ...extra }),
+  };
+}
+
+function errorEntry(e: ElementError): Record<string, unknown> {
+  // Key order follows the contract's example so bodies read the same everywhere.
+  const entry: Record<string, unknown> = {};
+  if (e.index !== undefined) entry.index = e.index;
+  if (e.loanNumber !== undefined) entry.loanNumber = e.loanNumber;
+  entry.error = ERROR_NAMES[e.code];
+  entry.code = e.code;
+  if (e.pointer !== undefined) entry.pointer = e.pointer;
+  entry.detail = e.detail;
+  return entry;
+}
+
+/** 400: every rejected element listed, or one request-level error (no index). */
+export function badRequest(requestId: string, errors: readonly ElementError[], batchSize?: number): HttpResponseInit {
+  const rejected = new Set(errors.filter((e) => e.index !== undefined).map((e) => e.index)).size;
+  const detail =
+    batchSize === undefined || rejected === 0
+      ? 'The request was rejected; no draw request was submitted.'
+      : `${rejected} of ${batchSize} draw requests ${rejected === 1 ? 'was' : 'were'} rejected; none was submitted.`;
+  return problem(400, requestId, detail, { errors: errors.map(errorEntry) });
+}
+
+/** 401: no reason is given to the caller; it goes to logs only. */
+export function unauthorized(requestId: string, tokenSent: boolean): HttpResponseInit {
+  const challenge = tokenSent ? 'Bearer error="invalid_token"' : 'Bearer';
+  return problem(401, requestId, GENERIC_DETAILS[401], {}, { 'WWW-Authenticate': challenge });
+}
+
+export function dependencyFailed(requestId: string): HttpResponseInit {
+  return problem(502, requestId, GENERIC_DETAILS[502]);
+}
+
+export function internalError(requestId: string): HttpResponseInit {
+  return problem(500, requestId, GENERIC_DETAILS[500]);
+}
+
+export function accepted(requestId: string): HttpResponseInit {
+  return { status: 204, headers: { 'X-Request-Id': requestId } };
+}

@@ -1,0 +1,244 @@
+/**
+ * Table Storage (DESIGN §4): point reads of partners, loans and today's draws, and the
+ * atomic commit of a batch. Every failure comes back as a value with a stable code.
+ */
+import { RestError, TableClient, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
+import type { TokenCredential } from '@azure/core-auth';
+import type { TablesConfig } from './config';
+import type { Loan } from './drawRules';
+
+export type StorageFailureCode =
+  | 'ERR_STORAGE_UNREACHABLE' // network error: refused, reset, DNS
+  | 'ERR_STORAGE_TIMEOUT' // no answer within the time bound
+  | 'ERR_STORAGE_TABLE_MISSING' // the table does not exist: a deployment problem
+  | 'ERR_STORAGE_REJECTED' // the service answered an error status (5xx, throttling, 403 …)
+  | 'ERR_STORAGE_CREDENTIAL'; // managed identity token could not be obtained
+
+export interface StorageFailure {
+  readonly code: StorageFailureCode;
+  readonly operation: string;
+  /** HTTP status from storage, when it answered. */
+  readonly status?: number;
+  /** The storage error code (e.g. ServerBusy), never its message. */
+  readonly storageCode?: string;
+}
+
+export type StoreResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: StorageFailure };
+
+export interface PartnerRecord {
+  readonly partnerId?: string;
+  readonly active: boolean;
+}
+
+export interface BatchState {
+  /** Loans that exist, by loan number (decimal string). */
+  readonly loans: ReadonlyMap<string, Loan>;
+  /** Loan numbers that already have a draw row in today's partition. */
+  readonly drawnToday: ReadonlySet<string>;
+}
+
+export interface DrawRow {
+  readonly loanNumber: number;
+  readonly amount: number;
+  readonly requestor: string;
+  readonly batchIndex: number;
+}
+
+export interface CommitContext {
+  readonly day: string;
+  readonly partnerId: string;
+  readonly clientId: string;
+  readonly requestId: string;
+  readonly submittedAt: Date;
+}
+
+export type CommitResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly conflictIndex: number }
+  | { readonly ok: false; readonly failure: StorageFailure };
+
+/** Time bounds: a dead or slow storage account answers 502 within seconds, not minutes. */
+export interface StoreTimeouts {
+  /** Per HTTP attempt. */
+  readonly attemptMs: number;
+  /** Whole read round, retries included. */
+  readonly readMs: number;
+  /** The commit: one attempt, never retried (see commitDraws). */
+  readonly commitMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
+
+/** Business date `YYYY-MM-DD` of `now` in the IANA zone that defines "per day". */
+export function drawDay(now: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
+  const part = (type: string) => parts.find((p) => p.type === type)?.value;
+  return `${part('year')}-${part('month')}-${part('day')}`;
+}
+
+function isLocalDevelopmentConnection(connectionString: string): boolean {
+  return /(^|;)\s*(UseDevelopmentStorage=true|DefaultEndpointsProtocol=http)\s*(;|$)|TableEndpoint=http:/i.test(connectionString);
+}
+
+function classify(error: unknown, operation: string): StorageFailure {
+  if (error instanceof RestError) {
+    const storageCode = (error.details as { errorCode?: string } | undefined)?.errorCode ?? error.code;
+    if (error.statusCode === undefined) {
+      const timedOut = error.code === 'REQUEST_SEND_ERROR' && /timed? ?out/i.test(error.message);
+      return { code: timedOut ? 'ERR_STORAGE_TIMEOUT' : 'ERR_STORAGE_UNREACHABLE', operation, storageCode: error.code };
+    }
+    if (storageCode === 'TableNotFound') return { code: 'ERR_STORAGE_TABLE_MISSING', operation, status: error.statusCode, storageCode };
+    return { code: 'ERR_STORAGE_REJECTED', operation, status: error.statusCode, storageCode };
+  }
+  const name = (error as { name?: string } | null)?.name;
+  if (name === 'AbortError' || name === 'TimeoutError') return { code: 'ERR_STORAGE_TIMEOUT', operation };
+  if (name === 'CredentialUnavailableError' || name === 'AuthenticationError') return { code: 'ERR_STORAGE_CREDENTIAL', operation };
+  throw error; // not a storage failure: a defect, answered 500
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof RestError && error.statusCode === 404 && (error.details as { errorCode?: string } | undefined)?.errorCode === 'ResourceNotFound';
+}
+
+function asString(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** AvailableCredit may be stored as Double, Int32 or Int64; anything else is no credit. */
+function asNumber(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  const typed = value as { type?: string; value?: string } | null;
+  if (typed && typeof typed === 'object' && (typed.type === 'Int64' || typed.type === 'Double') && typeof typed.value === 'string') {
+    const n = Number(typed.value);
+    return Number.isFinite(n) ? n : undefined;
+  }
+  return undefined;
+}
+
+export class TableStore {
+  private readonly partners: TableClient;
+  private readonly loans: TableClient;
+  private readonly draws: TableClient;
+  private readonly drawsCommit: TableClient;
+
+  constructor(
+    config: TablesConfig,
+    private readonly timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
+    credential?: TokenCredential,
+  ) {
+    const retrying = { retryOptions: { maxRetries: 2, retryDelayInMs: 100, maxRetryDelayInMs: 500 } };
+    // A transaction is not idempotent: a retry after a lost answer would report our own rows as a conflict.
+    const once = { retryOptions: { maxRetries: 0 } };
+    const client = (table: string, options: object): TableClient => {
+      if (config.connectionString !== undefined) {
+        const allowInsecureConnection = isLocalDevelopmentConnection(config.connectionString);
+        return TableClient.fromConnectionString(config.connectionString, table, { ...options, allowInsecureConnection });
+      }
+      if (credential === undefined) throw new Error('TableStore needs a credential when TABLES_ENDPOINT is used');
+      return new TableClient(config.endpoint as string, table, credential, options);
+    };
+    this.partners = client(config.partnersTable, retrying);
+    this.loans = client(config.loansTable, retrying);
+    this.draws = client(config.drawsTable, retrying);
+    this.drawsCommit = client(config.drawsTable, once);
+  }
+
+  /** Point read of one Partners row; undefined when the client is not registered. */
+  async readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>> {
+    return this.guard('readPartner', async () => {
+      const options = this.readOptions();
+      const row = await this.pointRead(this.partners, clientId, '', ['PartnerId', 'Active'], options);
+      if (row === undefined) return undefined;
+      // Absent means active; any value other than true (a string "false", 0 …) fails closed.
+      return { partnerId: asString(row.PartnerId), active: row.Active === undefined || row.Active === true };
+    });
+  }
+
+  /** One parallel round of point reads: the batch's loans and today's draw rows for them. */
+  async readBatchState(day: string, loanNumbers: readonly string[]): Promise<StoreResult<BatchState>> {
+    const unique = [...new Set(loanNumbers)];
+    return this.guard('readBatchState', async () => {
+      const options = this.readOptions();
+      const [loanRows, drawRows] = await Promise.all([
+        Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', ['PartnerId', 'AvailableCredit', 'FundingInvestorId'], options))),
+        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, ['RowKey'], options))),
+      ]);
+      const loans = new Map<string, Loan>();
+      const drawnToday = new Set<string>();
+      unique.forEach((n, i) => {
+        const loan = loanRows[i];
+        if (loan !== undefined) {
+          loans.set(n, {
+            partnerId: asString(loan.PartnerId),
+            availableCredit: asNumber(loan.AvailableCredit),
+            fundingInvestorId: asString(loan.FundingInvestorId),
+          });
+        }
+        if (drawRows[i] !== undefined) drawnToday.add(n);
+      });
+      return { loans, drawnToday };
+    });
+  }
+
+  /**
+   * Inserts every row in one entity-group transaction in the day's partition: all or nothing.
+   * The store, not the earlier read, enforces one draw per loan per day: an existing row fails the
+   * whole transaction with 409, naming the first failing action's index.
+   */
+  async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
+    const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
+    const options = { abortSignal: AbortSignal.timeout(this.timeouts.commitMs), requestOptions: { timeout: this.timeouts.commitMs } };
+    try {
+      await this.drawsCommit.submitTransaction(actions, options);
+      return { ok: true };
+    } catch (error) {
+      if (error instanceof RestError && error.statusCode === 409) {
+        const index = /^(\d+):/.exec(error.message)?.[1];
+        if (index !== undefined && Number(index) < rows.length) return { ok: false, conflictIndex: rows[Number(index)].batchIndex };
+      }
+      return { ok: false, failure: classify(error, 'commitDraws') };
+    }
+  }
+
+  private drawEntity(row: DrawRow, context: CommitContext): TableEntity {
+    return {
+      partitionKey: context.day,
+      rowKey: String(row.loanNumber),
+      Amount: { value: String(row.amount), type: 'Double' },
+      Requestor: row.requestor,
+      PartnerId: context.partnerId,
+      ClientId: context.clientId,
+      Status: 'Pending',
+      SubmittedAt: { value: context.submittedAt.toISOString(), type: 'DateTime' },
+      RequestId: context.requestId,
+      BatchIndex: { value: String(row.batchIndex), type: 'Int32' },
+    };
+  }
+
+  private readOptions() {
+    return { abortSignal: AbortSignal.timeout(this.timeouts.readMs), requestOptions: { timeout: this.timeouts.attemptMs } };
+  }
+
+  private async pointRead(
+    client: TableClient,
+    partitionKey: string,
+    rowKey: string,
+    select: string[],
+    options: object,
+  ): Promise<TableEntityResult<Record<string, unknown>> | undefined> {
+    try {
+      return await client.getEntity<Record<string, unknown>>(partitionKey, rowKey, { ...options, queryOptions: { select } });
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  private async guard<T>(operation: string, work: () => Promise<T>): Promise<StoreResult<T>> {
+    try {
+      return { ok: true, value: await work() };
+    } catch (error) {
+      return { ok: false, failure: classify(error, operation) };
+    }
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Azurite's Table service as a child process: the real Table Storage API on this machine,
+ * for `npm start`, the tests and the benchmark. In memory and without telemetry (no internet here).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Azurite's well-known development account (public, documented by Microsoft; not a secret). */
+const DEV_ACCOUNT = 'devstoreaccount1';
+const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+
+export interface Azurite {
+  readonly port: number;
+  readonly connectionString: string;
+  /** Stops the process (SIGKILL when `abrupt`, like a crashed storage node). */
+  stop(abrupt?: boolean): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function connectionStringFor(port: number): string {
+  return `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};TableEndpoint=http://127.0.0.1:${port}/${DEV_ACCOUNT};`;
+}
+
+/** Starts Azurite Table on `port` (a free one when omitted) and resolves once it accepts requests. */
+export async function startAzurite(port?: number): Promise<Azurite> {
+  const chosen = port ?? (await freePort());
+  const workDir = mkdtempSync(join(tmpdir(), 'azurite-')); // Azurite may write debug files to its cwd
+  const main = require.resolve('azurite/dist/src/table/main.js');
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [main, '--inMemoryPersistence', '--disableTelemetry', '--skipApiVersionCheck', '--silent', '--tableHost', '127.0.0.1', '--tablePort', String(chosen)],
+    { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('successfully started')) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`Azurite exited (${code}) before starting: ${output.trim()}`)));
+  });
+  child.removeAllListeners('exit');
+  return {
+    port: chosen,
+    connectionString: connectionStringFor(chosen),
+    stop: (abrupt = false) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          rmSync(workDir, { recursive: true, force: true });
+          resolve();
+        };
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        child.once('exit', done);
+        child.kill(abrupt ? 'SIGKILL' : 'SIGTERM');
+      }),
+  };
+}

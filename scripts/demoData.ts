@@ -1,0 +1,69 @@
+/**
+ * Tables and demo rows for a local run on embedded Azurite. In Azure the tables are created by
+ * infra and kept current by the loan-servicing system; the service itself never creates them.
+ */
+import { TableClient, TableServiceClient, type TableEntity } from '@azure/data-tables';
+import type { TablesConfig } from '../lib/config';
+
+export interface DemoPartner {
+  readonly clientId: string;
+  readonly partnerId: string;
+  readonly active: boolean;
+}
+
+export interface DemoLoan {
+  readonly loanNumber: number;
+  readonly partnerId: string;
+  readonly availableCredit: number;
+  readonly fundingInvestorId?: string;
+}
+
+export const DEMO_PARTNERS: readonly DemoPartner[] = [
+  { clientId: 'demo-partner', partnerId: 'PARTNER-001', active: true },
+  { clientId: 'other-partner', partnerId: 'PARTNER-002', active: true },
+  { clientId: 'retired-partner', partnerId: 'PARTNER-003', active: false },
+];
+
+export const DEMO_LOANS: readonly DemoLoan[] = [
+  { loanNumber: 1001, partnerId: 'PARTNER-001', availableCredit: 5000, fundingInvestorId: 'INV-01' },
+  { loanNumber: 1002, partnerId: 'PARTNER-001', availableCredit: 250, fundingInvestorId: 'INV-01' },
+  { loanNumber: 1003, partnerId: 'PARTNER-001', availableCredit: 1000 },
+  { loanNumber: 1004, partnerId: 'PARTNER-001', availableCredit: 750.5, fundingInvestorId: 'INV-02' },
+  { loanNumber: 2001, partnerId: 'PARTNER-002', availableCredit: 5000, fundingInvestorId: 'INV-01' },
+];
+
+const insecure = { allowInsecureConnection: true };
+
+export async function createTables(connectionString: string, tables: TablesConfig): Promise<void> {
+  const service = TableServiceClient.fromConnectionString(connectionString, insecure);
+  for (const name of [tables.partnersTable, tables.loansTable, tables.drawsTable]) await service.createTable(name);
+}
+
+export function tableClient(connectionString: string, table: string): TableClient {
+  return TableClient.fromConnectionString(connectionString, table, insecure);
+}
+
+export async function putPartner(client: TableClient, partner: { clientId: string; partnerId?: string; active?: boolean }): Promise<void> {
+  const row: TableEntity<Record<string, unknown>> = { partitionKey: partner.clientId, rowKey: '' };
+  if (partner.partnerId !== undefined) row.PartnerId = partner.partnerId;
+  if (partner.active !== undefined) row.Active = partner.active;
+  await client.upsertEntity(row, 'Replace');
+}
+
+export async function putLoan(client: TableClient, loan: DemoLoan): Promise<void> {
+  const row: TableEntity<Record<string, unknown>> = {
+    partitionKey: String(loan.loanNumber),
+    rowKey: '',
+    PartnerId: loan.partnerId,
+    AvailableCredit: { value: String(loan.availableCredit), type: 'Double' },
+  };
+  if (loan.fundingInvestorId !== undefined) row.FundingInvestorId = loan.fundingInvestorId;
+  await client.upsertEntity(row, 'Replace');
+}
+
+export async function seedDemo(connectionString: string, tables: TablesConfig): Promise<void> {
+  await createTables(connectionString, tables);
+  const partners = tableClient(connectionString, tables.partnersTable);
+  const loans = tableClient(connectionString, tables.loansTable);
+  await Promise.all([...DEMO_PARTNERS.map((p) => putPartner(partners, p)), ...DEMO_LOANS.map((l) => putLoan(loans, l))]);
+}

@@ -1,0 +1,180 @@
+/**
+ * Development host (DESIGN §6): serves the same exported handler the Functions runtime calls,
+ * turning Node HTTP requests into @azure/functions HttpRequest objects. With no settings it
+ * embeds Azurite (seeded with demo rows) and a local OpenID provider; every setting given in the
+ * environment replaces its embedded default.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { format } from 'node:util';
+import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from '@azure/functions';
+import { DefaultAzureCredential } from '@azure/identity';
+import { ConfigError, loadConfig, type Settings } from '../lib/config';
+import { MAX_BODY_BYTES } from '../lib/requestBody';
+import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
+import { startAzurite } from './azurite';
+import { DEMO_LOANS, DEMO_PARTNERS, seedDemo } from './demoData';
+import { startOidcProvider } from './oidcProvider';
+
+export const DEMO_AUDIENCE = 'api://draw-request-service';
+const ROUTE = '/drawrequest'; // Functions routes match case-insensitively
+
+export type Log = (line: string) => void;
+
+export interface DevHost {
+  readonly url: string;
+  /** Token endpoint of the embedded provider, when one runs. */
+  readonly tokenUrl?: string;
+  readonly embeddedStorage: boolean;
+  stop(): Promise<void>;
+}
+
+function isSet(env: Settings, name: string): boolean {
+  return (env[name] ?? '').trim() !== '';
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  // Keep one byte past the limit: enough for the handler to answer "too large", no more in memory.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      if (size > MAX_BODY_BYTES) return;
+      chunks.push(chunk);
+      size += chunk.length;
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES + 1)));
+    req.on('error', reject);
+  });
+}
+
+function headersOf(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+/** Serves `handler` at POST /DrawRequest on 127.0.0.1:`port` (0 = any free port). */
+export async function serveHandler(handler: HttpHandler, port: number, log: Log): Promise<Server> {
+  const server = createServer((req, res) => {
+    void respond(handler, req, res, log);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return server;
+}
+
+async function respond(handler: HttpHandler, req: IncomingMessage, res: ServerResponse, log: Log): Promise<void> {
+  try {
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
+    if (url.pathname.toLowerCase() !== ROUTE) {
+      res.writeHead(404).end();
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(405, { Allow: 'POST' }).end();
+      return;
+    }
+    const body = await readBody(req);
+    const request = new HttpRequest({ method: 'POST', url: url.href, headers: headersOf(req), body: { bytes: body } });
+    const context = new InvocationContext({
+      invocationId: randomUUID(),
+      functionName: 'DrawRequest',
+      logHandler: (level: LogLevel, ...args: unknown[]) => log(`[${level}] ${format(...args)}`),
+    });
+    const response = await handler(request, context);
+    const headers = (response.headers ?? {}) as Record<string, string>;
+    res.writeHead(response.status ?? 200, headers).end(typeof response.body === 'string' ? response.body : undefined);
+  } catch (error) {
+    log(`[error] dev host: ${(error as Error).stack ?? String(error)}`);
+    if (!res.headersSent) res.writeHead(500).end();
+  }
+}
+
+/** Starts the host with `env` over the embedded defaults. */
+export async function startDevHost(env: Settings, log: Log = console.log): Promise<DevHost> {
+  const settings: Settings = { ...env };
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const embeddedStorage = !isSet(settings, 'TABLES_CONNECTION_STRING') && !isSet(settings, 'TABLES_ENDPOINT');
+    if (embeddedStorage) {
+      const azurite = await startAzurite();
+      stops.push(() => azurite.stop());
+      settings.TABLES_CONNECTION_STRING = azurite.connectionString;
+    }
+    let tokenUrl: string | undefined;
+    if (!isSet(settings, 'AUTH_OPENID_CONFIG_URL') && !isSet(settings, 'AUTH_TENANT_ID')) {
+      if (!isSet(settings, 'AUTH_AUDIENCE')) settings.AUTH_AUDIENCE = DEMO_AUDIENCE;
+      const role = settings.AUTH_REQUIRED_ROLE?.trim();
+      const provider = await startOidcProvider({
+        audience: (settings.AUTH_AUDIENCE as string).split(',')[0].trim(),
+        roles: role ? [role] : undefined,
+      });
+      stops.push(() => provider.stop());
+      settings.AUTH_OPENID_CONFIG_URL = provider.openIdConfigUrl;
+      tokenUrl = provider.tokenUrl;
+    }
+    const config = loadConfig(settings);
+    if (embeddedStorage) await seedDemo(settings.TABLES_CONNECTION_STRING as string, config.tables);
+    const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
+    const handler = createDrawRequestHandler(createDependencies(config, { credential }));
+    const server = await serveHandler(handler, Number(settings.PORT?.trim() || 7071), log);
+    stops.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections(); // keep-alive clients must not hold the shutdown open
+        }),
+    );
+    const { port } = server.address() as { port: number };
+    return { url: `http://127.0.0.1:${port}/DrawRequest`, tokenUrl, embeddedStorage, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** The ready-to-paste commands for the demo setup: curl and a POSIX shell, nothing else. */
+export function demoCommands(host: DevHost): string {
+  const client = DEMO_PARTNERS[0].clientId;
+  const getToken = host.tokenUrl
+    ? `TOKEN=$(curl -s -X POST ${host.tokenUrl} -d grant_type=client_credentials -d client_id=${client} -d client_secret=local-demo | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`
+    : 'TOKEN=<an access token from your identity provider>';
+  const post = `curl -sS -i -X POST ${host.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '[{"loanNumber":1001,"requestor":"jane.doe@partner.example","amount":250.00}]'`;
+  return `${getToken}\n${post}`;
+}
+
+function describeDemoData(): string {
+  const partners = DEMO_PARTNERS.map((p) => `  client ${p.clientId} -> partner ${p.partnerId}${p.active ? '' : ' (inactive)'}`);
+  const loans = DEMO_LOANS.map(
+    (l) => `  loan ${l.loanNumber}: partner ${l.partnerId}, credit ${l.availableCredit.toFixed(2)}, investor ${l.fundingInvestorId ?? '(none)'}`,
+  );
+  return ['Demo partners (Partners table):', ...partners, 'Demo loans (Loans table):', ...loans].join('\n');
+}
+
+async function main(): Promise<void> {
+  let host: DevHost;
+  try {
+    host = await startDevHost(process.env);
+  } catch (error) {
+    console.error(error instanceof ConfigError ? error.message : `Start-up failed: ${(error as Error).stack ?? String(error)}`);
+    process.exit(1);
+  }
+  if (host.embeddedStorage) console.log(describeDemoData());
+  console.log(`\nTry it (a second identical post answers 400 Pending Transaction Request):\n\n${demoCommands(host)}\n`);
+  console.log(`listening on ${host.url}`);
+  const shutdown = () => {
+    void host.stop().then(() => process.exit(0));
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}
+
+if (require.main === module) void main();
