@@ -98,18 +98,24 @@ function checkElement(element: unknown, index: number): ElementResult {
   // Map keys to canonical names into a prototype-less object: `__proto__` and friends never reach a prototype.
   const canonical: Partial<Record<Field, unknown>> = Object.create(null);
   const sentKey: Partial<Record<Field, string>> = Object.create(null);
+  let ambiguous: { field: Field; key: string } | undefined;
   for (const key of Object.keys(element)) {
     const field = FIELD_BY_FOLDED_KEY.get(foldKey(key));
     if (field === undefined) continue; // unknown keys are ignored, never stored
     if (sentKey[field] !== undefined) {
-      return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(key), detail: DETAILS.ambiguous(field) } };
+      ambiguous ??= { field, key };
+      continue;
     }
     sentKey[field] = key;
     const value = element[key];
     canonical[field] = field === 'requestor' && typeof value === 'string' ? value.trim() : value;
   }
-  const loanNumber = canonicalLoanNumber(canonical.loanNumber);
+  const loanNumber = ambiguous?.field === 'loanNumber' ? undefined : canonicalLoanNumber(canonical.loanNumber);
   const withLoan = loanNumber === undefined ? {} : { loanNumber };
+  if (ambiguous !== undefined) {
+    const { field, key } = ambiguous;
+    return { ok: false, error: { index, ...withLoan, code: 'InvalidRequest', pointer: at(key), detail: DETAILS.ambiguous(field) } };
+  }
 
   if (!validateElement(canonical)) {
     const failures = (validateElement.errors ?? []).map((e) => failureOf(e));

@@ -104,15 +104,10 @@ function asString(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** AvailableCredit may be stored as Double, Int32 or Int64; anything else is no credit. */
+/** AvailableCredit may be stored as Double, Int32 or Int64 (read as a bigint); anything else is no credit. */
 function asNumber(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  const typed = value as { type?: string; value?: string } | null;
-  if (typed && typeof typed === 'object' && (typed.type === 'Int64' || typed.type === 'Double') && typeof typed.value === 'string') {
-    const n = Number(typed.value);
-    return Number.isFinite(n) ? n : undefined;
-  }
-  return undefined;
+  if (typeof value === 'bigint') return Number(value);
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
 export class TableStore {

@@ -15,7 +15,7 @@ const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/
 export interface Azurite {
   readonly port: number;
   readonly connectionString: string;
-  /** Stops the process (SIGKILL when `abrupt`, like a crashed storage node). */
+  /** Stops the process: SIGINT lets Azurite close cleanly (and save to disk); `abrupt` kills it. */
   stop(abrupt?: boolean): Promise<void>;
 }
 
@@ -35,14 +35,22 @@ export function connectionStringFor(port: number): string {
   return `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};TableEndpoint=http://127.0.0.1:${port}/${DEV_ACCOUNT};`;
 }
 
-/** Starts Azurite Table on `port` (a free one when omitted) and resolves once it accepts requests. */
-export async function startAzurite(port?: number): Promise<Azurite> {
-  const chosen = port ?? (await freePort());
+export interface AzuriteOptions {
+  /** Port to listen on; a free one when omitted. */
+  readonly port?: number;
+  /** Keep data on disk in this folder (so it survives a restart) instead of in memory. */
+  readonly location?: string;
+}
+
+/** Starts Azurite Table and resolves once it accepts requests. */
+export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
+  const chosen = options.port ?? (await freePort());
   const workDir = mkdtempSync(join(tmpdir(), 'azurite-')); // Azurite may write debug files to its cwd
   const main = require.resolve('azurite/dist/src/table/main.js');
+  const persistence = options.location === undefined ? ['--inMemoryPersistence'] : ['--location', options.location];
   const child: ChildProcess = spawn(
     process.execPath,
-    [main, '--inMemoryPersistence', '--disableTelemetry', '--skipApiVersionCheck', '--silent', '--tableHost', '127.0.0.1', '--tablePort', String(chosen)],
+    [main, ...persistence, '--disableTelemetry', '--skipApiVersionCheck', '--silent', '--tableHost', '127.0.0.1', '--tablePort', String(chosen)],
     { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -67,7 +75,7 @@ export async function startAzurite(port?: number): Promise<Azurite> {
         };
         if (child.exitCode !== null || child.signalCode !== null) return done();
         child.once('exit', done);
-        child.kill(abrupt ? 'SIGKILL' : 'SIGTERM');
+        child.kill(abrupt ? 'SIGKILL' : 'SIGINT');
       }),
   };
 }

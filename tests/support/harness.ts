@@ -1,0 +1,182 @@
+/**
+ * Integration harness: a real Azurite (child process, over HTTP), a real local OpenID provider
+ * (metadata and JWKS over HTTP, RS256 keys), and the real handler built from real settings.
+ */
+import { HttpRequest, InvocationContext, type HttpHandler, type HttpResponseInit } from '@azure/functions';
+import { TableClient, type TableEntityResult } from '@azure/data-tables';
+import { createDefaultHttpClient, createHttpHeaders, createPipelineRequest } from '@azure/core-rest-pipeline';
+import { randomUUID } from 'node:crypto';
+import { loadConfig, type Config, type Settings } from '../../lib/config';
+import { createDependencies, createDrawRequestHandler, type DrawRequestDeps } from '../../functions/drawRequest';
+import type { StoreTimeouts } from '../../lib/store';
+import { startAzurite, type Azurite } from '../../scripts/azurite';
+import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../scripts/demoData';
+import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+
+export const AUDIENCE = 'api://draw-request-tests';
+export const TENANT = '11111111-2222-3333-4444-555555555555';
+export const CLIENT = 'partner-app-1';
+export const PARTNER = 'PARTNER-A';
+export const OTHER_CLIENT = 'partner-app-2';
+export const OTHER_PARTNER = 'PARTNER-B';
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly body: any;
+}
+
+export interface PostOptions {
+  /** Bearer token; `null` sends no Authorization header. Defaults to a valid token for CLIENT. */
+  readonly token?: string | null;
+  readonly headers?: Record<string, string>;
+}
+
+export type Claims = Record<string, unknown>;
+
+export interface HarnessOptions {
+  readonly timeouts?: StoreTimeouts;
+  /** Keep Azurite's data on disk here, so it survives a restart. */
+  readonly location?: string;
+  /** The handler's clock (business day, caches); real time by default. */
+  readonly now?: () => Date;
+}
+
+let loanCounter = 100_000 + Math.floor(Math.random() * 1_000_000) * 10;
+
+/** A loan number no other test in this process uses. */
+export function nextLoanNumber(): number {
+  loanCounter += 1;
+  return loanCounter;
+}
+
+/** Converts what a handler returned into what a client over HTTP would see. */
+export function toReply(response: HttpResponseInit): Reply {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries((response.headers ?? {}) as Record<string, string>)) headers[k.toLowerCase()] = v;
+  const text = typeof response.body === 'string' ? response.body : '';
+  return { status: response.status ?? 200, headers, text, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+export class Harness {
+  readonly logs: string[] = [];
+  handler!: HttpHandler;
+  deps!: DrawRequestDeps;
+  config!: Config;
+  private defaultToken?: string;
+
+  private constructor(
+    readonly azurite: Azurite,
+    readonly provider: OidcProvider,
+    readonly settings: Settings,
+  ) {}
+
+  /** Starts Azurite and the provider, creates the tables, seeds two partners, builds the handler. */
+  static async start(overrides: Settings = {}, options: HarnessOptions = {}): Promise<Harness> {
+    const azurite = await startAzurite({ location: options.location });
+    const provider = await startOidcProvider({ audience: AUDIENCE, tenantId: TENANT });
+    const settings: Settings = {
+      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+      AUTH_AUDIENCE: AUDIENCE,
+      TABLES_CONNECTION_STRING: azurite.connectionString,
+      ...overrides,
+    };
+    const harness = new Harness(azurite, provider, settings);
+    harness.rebuild(options);
+    await harness.seedBasics();
+    return harness;
+  }
+
+  /** A fresh handler instance (new caches), as a new Functions instance would have. */
+  rebuild(options: HarnessOptions = {}, settings: Settings = this.settings): void {
+    this.config = loadConfig(settings);
+    this.deps = createDependencies(this.config, { timeouts: options.timeouts, now: options.now });
+    this.handler = createDrawRequestHandler(this.deps);
+  }
+
+  async seedBasics(): Promise<void> {
+    await createTables(this.azurite.connectionString, this.config.tables);
+    await putPartner(this.table('partners'), { clientId: CLIENT, partnerId: PARTNER });
+    await putPartner(this.table('partners'), { clientId: OTHER_CLIENT, partnerId: OTHER_PARTNER, active: true });
+  }
+
+  table(which: 'partners' | 'loans' | 'draws'): TableClient {
+    const name = { partners: this.config.tables.partnersTable, loans: this.config.tables.loansTable, draws: this.config.tables.drawsTable }[which];
+    return tableClient(this.azurite.connectionString, name);
+  }
+
+  /** Seeds a new loan of PARTNER (overridable) and returns its number. */
+  async loan(props: Partial<DemoLoan> = {}): Promise<number> {
+    const loan: DemoLoan = { loanNumber: nextLoanNumber(), partnerId: PARTNER, availableCredit: 1000, fundingInvestorId: 'INV-1', ...props };
+    await putLoan(this.table('loans'), loan);
+    return loan.loanNumber;
+  }
+
+  /** An RS256 token signed by the provider's key, Entra app-token shaped; `undefined` removes a claim. */
+  async token(claims: Claims = {}, expiresIn = 3600): Promise<string> {
+    return this.provider.server.issuer.buildToken({
+      expiresIn,
+      scopesOrTransform: (_header, payload) => {
+        Object.assign(payload, { aud: AUDIENCE, sub: CLIENT, azp: CLIENT, idtyp: 'app', tid: TENANT, roles: ['Draws.Submit'] }, claims);
+        for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
+      },
+    });
+  }
+
+  async post(body: unknown, options: PostOptions = {}): Promise<Reply> {
+    const token = options.token === undefined ? (this.defaultToken ??= await this.token()) : options.token;
+    const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    const request = new HttpRequest({ method: 'POST', url: 'http://localhost/DrawRequest', headers, body: { bytes } });
+    const context = new InvocationContext({
+      invocationId: randomUUID(),
+      functionName: 'DrawRequest',
+      logHandler: (level, ...args) => this.logs.push(`[${level}] ${args.map(String).join(' ')}`),
+    });
+    return toReply(await this.handler(request, context));
+  }
+
+  /**
+   * One draws row exactly as storage returns it with full metadata: shows the stored EDM types
+   * (a Double is written `100.0`, an Int32 `0`), which the SDK's typed reads blur.
+   */
+  async rawDraw(day: string, loanNumber: number): Promise<string> {
+    const client = this.table('draws');
+    const request = createPipelineRequest({
+      url: `${client.url}/${this.config.tables.drawsTable}(PartitionKey='${day}',RowKey='${loanNumber}')`,
+      allowInsecureConnection: true,
+      headers: createHttpHeaders({ Accept: 'application/json;odata=fullmetadata', 'x-ms-version': '2019-02-02', DataServiceVersion: '3.0' }),
+    });
+    return (await client.pipeline.sendRequest(createDefaultHttpClient(), request)).bodyAsText ?? '';
+  }
+
+  /** Every row in the draws table. */
+  async draws(): Promise<TableEntityResult<Record<string, unknown>>[]> {
+    const rows: TableEntityResult<Record<string, unknown>>[] = [];
+    for await (const row of this.table('draws').listEntities<Record<string, unknown>>()) rows.push(row);
+    return rows;
+  }
+
+  /** Rows for these loan numbers, across all days. */
+  async drawsFor(...loanNumbers: number[]): Promise<TableEntityResult<Record<string, unknown>>[]> {
+    const wanted = new Set(loanNumbers.map(String));
+    return (await this.draws()).filter((r) => wanted.has(r.rowKey as string));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([this.azurite.stop(true), this.provider.stop()]);
+  }
+}
+
+/** A valid single-element batch for `loanNumber`. */
+export function draw(loanNumber: number | string, amount = 100, requestor = 'jane.doe@partner.example'): Record<string, unknown> {
+  return { loanNumber, requestor, amount };
+}
+
+/** Today's business date in UTC, as the default DRAW_DAY_TIMEZONE defines it. */
+export function todayUtc(): string {
+  return new Date().toISOString().slice(0, 10);
+}
