@@ -1,0 +1,289 @@
+/**
+ * Authentication (DESIGN §3) with real RS256 tokens verified against the local provider's
+ * metadata and JWKS over HTTP: every refusal is 401 with nothing written and its reason in the
+ * logs; an unreachable provider is 502, never 401.
+ */
+import { createServer, type Server } from 'node:http';
+import { SignJWT, exportJWK, generateKeyPair, base64url } from 'jose';
+import { startOidcProvider } from '../../scripts/oidcProvider';
+import { freePort } from '../../scripts/azurite';
+import { putPartner } from '../../scripts/demoData';
+import { AUDIENCE, CLIENT, Harness, TENANT, draw, type Reply } from '../support/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start({ AUTH_TENANT_ID: TENANT, AUTH_REQUIRED_ROLE: 'Draws.Submit' });
+  await putPartner(h.table('partners'), { clientId: 'inactive-app', partnerId: 'PARTNER-X', active: false });
+  await putPartner(h.table('partners'), { clientId: 'unnamed-app' });
+});
+afterAll(() => h.stop());
+
+function expect401(reply: Reply, tokenSent: boolean): void {
+  expect(reply.status).toBe(401);
+  expect(reply.headers['www-authenticate']).toBe(tokenSent ? 'Bearer error="invalid_token"' : 'Bearer');
+  expect(reply.headers['content-type']).toBe('application/problem+json');
+  expect(reply.body).toEqual({
+    type: 'about:blank',
+    title: 'Unauthorized',
+    status: 401,
+    detail: 'The request was not authenticated: a valid access token for a registered partner is required.',
+    requestId: reply.headers['x-request-id'],
+  });
+}
+
+/** Posts a valid draw with `authorization` as the raw header value; expects 401 and nothing stored. */
+async function refusedWith(authorization: string | null, reason: string, tokenSent = true): Promise<void> {
+  const loan = await h.loan();
+  const headers: Record<string, string> = authorization === null ? {} : { authorization };
+  const before = h.logs.length;
+  const reply = await h.post([draw(loan)], { token: null, headers });
+  expect401(reply, tokenSent);
+  expect(await h.drawsFor(loan)).toHaveLength(0);
+  expect(h.logs.slice(before).join('\n')).toContain(`unauthorized: ${reason}`);
+}
+
+async function accepted(token: string): Promise<void> {
+  const loan = await h.loan();
+  const reply = await h.post([draw(loan)], { token });
+  expect(reply.status).toBe(204);
+  expect(await h.drawsFor(loan)).toHaveLength(1);
+}
+
+function providerKid(): string {
+  return h.provider.server.issuer.keys.get()?.kid as string;
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+describe('accepted tokens', () => {
+  test('an Entra-shaped app token with the role, tenant and a registered partner', async () => {
+    await accepted(await h.token());
+  });
+
+  test('the scheme is case-insensitive', async () => {
+    const loan = await h.loan();
+    const reply = await h.post([draw(loan)], { token: null, headers: { authorization: `bEaReR ${await h.token()}` } });
+    expect(reply.status).toBe(204);
+  });
+
+  test('a token from the provider\'s client-credentials endpoint', async () => {
+    // A service configured without tenant or role, as the provider's endpoint issues neither.
+    const plain = await Harness.start();
+    try {
+      const response = await fetch(plain.provider.tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT, client_secret: 'x' }),
+      });
+      const { access_token: token } = (await response.json()) as { access_token: string };
+      const loan = await plain.loan();
+      expect((await plain.post([draw(loan)], { token })).status).toBe(204);
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  test('the v1 issuer of the tenant (sts.windows.net) is accepted when a tenant is set', async () => {
+    await accepted(await h.token({ iss: `https://sts.windows.net/${TENANT}/` }));
+  });
+
+  test('a v1 token naming its client in appid instead of azp', async () => {
+    await accepted(await h.token({ azp: undefined, appid: CLIENT }));
+  });
+
+  test('an expiry within the clock tolerance (60 s) is still accepted', async () => {
+    await accepted(await h.token({ exp: now() - 30 }));
+  });
+
+  test('idtyp may be absent (the optional claim is not configured)', async () => {
+    await accepted(await h.token({ idtyp: undefined }));
+  });
+});
+
+describe('401 refusals, nothing written, reason logged but not returned', () => {
+  test('no Authorization header', () => refusedWith(null, 'ERR_AUTH_MISSING', false));
+  test('another scheme (Basic)', () => refusedWith('Basic dXNlcjpwYXNz', 'ERR_AUTH_MISSING', false));
+  test('Bearer with no token', () => refusedWith('Bearer ', 'ERR_AUTH_MISSING', false));
+  test('not a JWT', () => refusedWith('Bearer not.a.jwt', 'ERR_AUTH_MALFORMED'));
+  test('expired beyond the tolerance', async () => refusedWith(`Bearer ${await h.token({ exp: now() - 120 })}`, 'ERR_AUTH_EXPIRED'));
+  test('not yet valid', async () => refusedWith(`Bearer ${await h.token({ nbf: now() + 600 })}`, 'ERR_AUTH_CLAIM (claim nbf)'));
+  test('no exp claim', async () => refusedWith(`Bearer ${await h.token({ exp: undefined })}`, 'ERR_AUTH_CLAIM (claim exp)'));
+  test('wrong audience', async () => refusedWith(`Bearer ${await h.token({ aud: 'api://someone-else' })}`, 'ERR_AUTH_CLAIM (claim aud)'));
+  test('wrong issuer', async () => refusedWith(`Bearer ${await h.token({ iss: 'https://login.example.net/evil/' })}`, 'ERR_AUTH_CLAIM (claim iss)'));
+  test("another tenant's tid", async () =>
+    refusedWith(`Bearer ${await h.token({ tid: '99999999-2222-3333-4444-555555555555' })}`, 'ERR_AUTH_TENANT'));
+  test('a delegated (user) token with scp', async () => refusedWith(`Bearer ${await h.token({ scp: 'Draws.Submit' })}`, 'ERR_AUTH_DELEGATED'));
+  test('idtyp user', async () => refusedWith(`Bearer ${await h.token({ idtyp: 'user' })}`, 'ERR_AUTH_NOT_APP'));
+  test('required role missing', async () => refusedWith(`Bearer ${await h.token({ roles: ['Other.Role'] })}`, 'ERR_AUTH_ROLE'));
+  test('no roles claim at all', async () => refusedWith(`Bearer ${await h.token({ roles: undefined })}`, 'ERR_AUTH_ROLE'));
+  test('no client claim', async () => refusedWith(`Bearer ${await h.token({ azp: undefined, appid: undefined })}`, 'ERR_AUTH_NO_CLIENT'));
+  test('a client that is not a registered partner', async () => refusedWith(`Bearer ${await h.token({ azp: 'stranger-app' })}`, 'ERR_AUTH_UNKNOWN_CLIENT'));
+  test('an inactive partner', async () => refusedWith(`Bearer ${await h.token({ azp: 'inactive-app' })}`, 'ERR_AUTH_INACTIVE_CLIENT'));
+  test('a Partners row without PartnerId fails closed', async () => refusedWith(`Bearer ${await h.token({ azp: 'unnamed-app' })}`, 'ERR_AUTH_PARTNER_UNNAMED'));
+  test('a token over 8 KiB', async () => refusedWith(`Bearer ${await h.token({ pad: 'x'.repeat(9000) })}`, 'ERR_AUTH_TOKEN_TOO_LARGE'));
+
+  test('alg none', async () => {
+    const header = base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }));
+    const payload = base64url.encode(JSON.stringify({ iss: h.provider.issuer, aud: AUDIENCE, azp: CLIENT, tid: TENANT, roles: ['Draws.Submit'], exp: now() + 600 }));
+    await refusedWith(`Bearer ${header}.${payload}.`, 'ERR_AUTH_ALGORITHM');
+  });
+
+  test('HS256 signed with the RSA public key as the secret', async () => {
+    const publicJwk = h.provider.server.issuer.keys.toJSON()[0];
+    const secret = new TextEncoder().encode(JSON.stringify(publicJwk));
+    const forged = await new SignJWT({ azp: CLIENT, tid: TENANT, roles: ['Draws.Submit'] })
+      .setProtectedHeader({ alg: 'HS256', kid: providerKid() })
+      .setIssuer(h.provider.issuer)
+      .setAudience(AUDIENCE)
+      .setExpirationTime('10m')
+      .sign(secret);
+    await refusedWith(`Bearer ${forged}`, 'ERR_AUTH_ALGORITHM');
+  });
+
+  async function signedWithForeignKey(kid: string, extraHeader: Record<string, unknown> = {}): Promise<string> {
+    const { privateKey } = await generateKeyPair('RS256');
+    return new SignJWT({ azp: CLIENT, tid: TENANT, roles: ['Draws.Submit'], idtyp: 'app' })
+      .setProtectedHeader({ alg: 'RS256', kid, ...extraHeader })
+      .setIssuer(h.provider.issuer)
+      .setAudience(AUDIENCE)
+      .setExpirationTime('10m')
+      .sign(privateKey);
+  }
+
+  test('an unknown kid', async () => refusedWith(`Bearer ${await signedWithForeignKey('not-a-known-kid')}`, 'ERR_AUTH_UNKNOWN_KEY'));
+  test("the provider's kid with another key", async () => refusedWith(`Bearer ${await signedWithForeignKey(providerKid())}`, 'ERR_AUTH_SIGNATURE'));
+  test('jku and x5u headers pointing elsewhere are ignored', async () => {
+    const token = await signedWithForeignKey('attacker-kid', { jku: 'https://attacker.example/jwks', x5u: 'https://attacker.example/cert' });
+    await refusedWith(`Bearer ${token}`, 'ERR_AUTH_UNKNOWN_KEY');
+  });
+
+  test('authentication is checked before the body: an unknown client with a bad body is 401', async () => {
+    const reply = await h.post('not json', { token: await h.token({ azp: 'stranger-app' }) });
+    expect401(reply, true);
+  });
+
+  test('no log line carries a token', () => {
+    expect(h.logs.length).toBeGreaterThan(10);
+    expect(h.logs.join('\n')).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
+  });
+});
+
+describe('identity provider failures are 502, never 401', () => {
+  function expect502(reply: Reply): void {
+    expect(reply.status).toBe(502);
+    expect(reply.headers['content-type']).toBe('application/problem+json');
+    expect(reply.body).toEqual({
+      type: 'about:blank',
+      title: 'Bad Gateway',
+      status: 502,
+      detail: 'A service this API depends on is unavailable; nothing was submitted. Retry later.',
+      requestId: reply.headers['x-request-id'],
+    });
+  }
+
+  test('provider down at cold start: 502, then served once it is back, without a new instance', async () => {
+    const port = await freePort();
+    const provider = await startOidcProvider({ audience: AUDIENCE, port });
+    await provider.stop();
+    const cold = await Harness.start({ AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl });
+    try {
+      const loan = await cold.loan();
+      expect502(await cold.post([draw(loan)], { token: 'any.token.here' }));
+      expect(cold.logs.join('\n')).toContain('identity provider (ERR_IDP_METADATA)');
+      await provider.server.start(port, '127.0.0.1');
+      const token = await provider.server.issuer.buildToken({ scopesOrTransform: (_h, p) => Object.assign(p, { aud: AUDIENCE, azp: CLIENT }) });
+      expect((await cold.post([draw(loan)], { token })).status).toBe(204);
+    } finally {
+      await Promise.allSettled([cold.stop(), provider.stop()]);
+    }
+  });
+
+  test('provider down after keys were fetched: valid tokens are still accepted', async () => {
+    const provider = await startOidcProvider({ audience: AUDIENCE });
+    const warm = await Harness.start({ AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl });
+    try {
+      const mint = () => provider.server.issuer.buildToken({ scopesOrTransform: (_h, p) => Object.assign(p, { aud: AUDIENCE, azp: CLIENT }) });
+      expect((await warm.post([draw(await warm.loan())], { token: await mint() })).status).toBe(204);
+      const token = await mint();
+      await provider.stop();
+      expect((await warm.post([draw(await warm.loan())], { token })).status).toBe(204);
+    } finally {
+      await Promise.allSettled([warm.stop(), provider.stop()]);
+    }
+  });
+
+  describe('with a provider whose metadata or keys misbehave', () => {
+    let server: Server;
+    let base: string;
+    let jwksStatus = 200;
+    let jwksHits = 0;
+    const keys = generateKeyPair('RS256', { extractable: true });
+
+    beforeAll(async () => {
+      const { publicKey } = await keys;
+      const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+      server = createServer((req, res) => {
+        if (req.url === '/good/.well-known/openid-configuration') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/good`, jwks_uri: `${base}/jwks` }));
+        } else if (req.url === '/deadkeys/.well-known/openid-configuration') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/deadkeys`, jwks_uri: 'http://127.0.0.1:9/jwks' }));
+        } else if (req.url === '/jwks') {
+          jwksHits += 1;
+          res.writeHead(jwksStatus, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+        } else {
+          res.writeHead(404).end();
+        }
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    async function tokenFor(issuer: string, kid = 'k1'): Promise<string> {
+      const { privateKey } = await keys;
+      return new SignJWT({ azp: CLIENT }).setProtectedHeader({ alg: 'RS256', kid }).setIssuer(issuer).setAudience(AUDIENCE).setExpirationTime('10m').sign(privateKey);
+    }
+
+    async function withMetadata(url: string, run: (x: Harness) => Promise<void>): Promise<void> {
+      const x = await Harness.start({ AUTH_OPENID_CONFIG_URL: url });
+      try {
+        await run(x);
+      } finally {
+        await x.stop();
+      }
+    }
+
+    test('metadata answering 404', () =>
+      withMetadata(`${base}/missing/.well-known/openid-configuration`, async (x) => {
+        expect502(await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/missing`) }));
+      }));
+
+    test('JWKS unreachable', () =>
+      withMetadata(`${base}/deadkeys/.well-known/openid-configuration`, async (x) => {
+        const loan = await x.loan();
+        expect502(await x.post([draw(loan)], { token: await tokenFor(`${base}/deadkeys`) }));
+        expect(x.logs.join('\n')).toContain('identity provider (ERR_IDP_JWKS)');
+        expect(await x.drawsFor(loan)).toHaveLength(0);
+      }));
+
+    test('JWKS answering 500, then healthy: 502 then 204 on the same instance', () =>
+      withMetadata(`${base}/good/.well-known/openid-configuration`, async (x) => {
+        jwksStatus = 500;
+        expect502(await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`) }));
+        jwksStatus = 200;
+        expect((await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`) })).status).toBe(204);
+      }));
+
+    test('a burst of unknown kids fetches the key set at most once per cooldown', () =>
+      withMetadata(`${base}/good/.well-known/openid-configuration`, async (x) => {
+        jwksStatus = 200;
+        expect((await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`) })).status).toBe(204);
+        const hits = jwksHits;
+        const replies = await Promise.all(
+          Array.from({ length: 20 }, async (_, i) => x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`, `random-${i}`) })),
+        );
+        expect(replies.map((r) => r.status)).toEqual(Array(20).fill(401));
+        expect(jwksHits - hits).toBeLessThanOrEqual(1);
+      }));
+  });
+});
