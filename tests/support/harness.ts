@@ -68,9 +68,10 @@ export class Harness {
   private defaultToken?: string;
 
   private constructor(
-    readonly azurite: Azurite,
+    public azurite: Azurite,
     readonly provider: OidcProvider,
     readonly settings: Settings,
+    private readonly location?: string,
   ) {}
 
   /** Starts Azurite and the provider, creates the tables, seeds two partners, builds the handler. */
@@ -83,7 +84,7 @@ export class Harness {
       TABLES_CONNECTION_STRING: azurite.connectionString,
       ...overrides,
     };
-    const harness = new Harness(azurite, provider, settings);
+    const harness = new Harness(azurite, provider, settings, options.location);
     harness.rebuild(options);
     await harness.seedBasics();
     return harness;
@@ -151,6 +152,16 @@ export class Harness {
       headers: createHttpHeaders({ Accept: 'application/json;odata=fullmetadata', 'x-ms-version': '2019-02-02', DataServiceVersion: '3.0' }),
     });
     return (await client.pipeline.sendRequest(createDefaultHttpClient(), request)).bodyAsText ?? '';
+  }
+
+  /** Stops storage (cleanly, so an on-disk Azurite keeps its data). */
+  async stopStorage(): Promise<void> {
+    await this.azurite.stop();
+  }
+
+  /** Starts storage again on the same port (and folder, when on disk). */
+  async startStorage(): Promise<void> {
+    this.azurite = await startAzurite({ port: this.azurite.port, location: this.location });
   }
 
   /** Every row in the draws table. */

@@ -1,0 +1,143 @@
+/**
+ * Table Storage failures with real processes stopped and started: every one is 502 within
+ * the time bound, nothing is written, and the same instance serves again when storage returns.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BatchState, StoreResult } from '../../lib/store';
+import { Harness, draw, type Reply } from '../support/harness';
+
+function expect502(reply: Reply): void {
+  expect(reply.status).toBe(502);
+  expect(reply.headers['content-type']).toBe('application/problem+json');
+  expect(reply.headers['x-request-id']).toBeTruthy();
+  expect(reply.body).toEqual({
+    type: 'about:blank',
+    title: 'Bad Gateway',
+    status: 502,
+    detail: 'A service this API depends on is unavailable; nothing was submitted. Retry later.',
+    requestId: reply.headers['x-request-id'],
+  });
+  expect(reply.text).not.toMatch(/RestError|ECONNREFUSED|devstoreaccount1|AccountKey/);
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const start = Date.now();
+  const result = await work();
+  return [result, Date.now() - start];
+}
+
+describe('storage stopped and restarted (Azurite on disk, so data survives the restart)', () => {
+  let h: Harness;
+  let location: string;
+  beforeAll(async () => {
+    location = mkdtempSync(join(tmpdir(), 'draws-storage-'));
+    h = await Harness.start({}, { location });
+  });
+  afterAll(async () => {
+    await h.stop();
+    rmSync(location, { recursive: true, force: true });
+  });
+
+  test('502 in seconds while down, nothing written; served again by the same instance when back', async () => {
+    const before = await h.loan();
+    expect((await h.post([draw(before)])).status).toBe(204); // warms the partner cache
+    const during = await h.loan();
+    const after = await h.loan();
+
+    await h.stopStorage();
+    const [reply, ms] = await timed(() => h.post([draw(during)]));
+    expect502(reply);
+    expect(ms).toBeLessThan(5_000);
+    expect(h.logs.join('\n')).toMatch(/table storage readBatchState ERR_STORAGE_UNREACHABLE/);
+
+    // Request shape is answered without touching storage: still a 400, not a 502.
+    const shape = await h.post('{"not":"an array"}');
+    expect(shape.status).toBe(400);
+
+    await h.startStorage();
+    expect((await h.post([draw(after)])).status).toBe(204);
+    const stored = (await h.draws()).map((r) => Number(r.rowKey));
+    expect(stored).toEqual(expect.arrayContaining([before, after]));
+    expect(stored).not.toContain(during);
+  });
+
+  test('a partner lookup that cannot reach storage is 502, never 401', async () => {
+    h.rebuild(); // a new instance: empty partner cache
+    await h.stopStorage();
+    try {
+      expect502(await h.post([draw(1)]));
+      expect(h.logs.join('\n')).toMatch(/table storage readPartner ERR_STORAGE_UNREACHABLE/);
+    } finally {
+      await h.startStorage();
+    }
+  });
+
+  test('storage lost between the reads and the commit: 502 and none of the batch written', async () => {
+    const loans = [await h.loan(), await h.loan()];
+    expect((await h.post([draw(await h.loan())])).status).toBe(204);
+    const store = h.deps.store;
+    const realRead = store.readBatchState.bind(store);
+    store.readBatchState = async (day: string, loanNumbers: readonly string[]): Promise<StoreResult<BatchState>> => {
+      const state = await realRead(day, loanNumbers);
+      await h.stopStorage();
+      return state;
+    };
+    try {
+      expect502(await h.post(loans.map((l) => draw(l))));
+      expect(h.logs.join('\n')).toMatch(/table storage commitDraws ERR_STORAGE_UNREACHABLE/);
+    } finally {
+      store.readBatchState = realRead;
+      await h.startStorage();
+    }
+    expect(await h.drawsFor(...loans)).toHaveLength(0);
+    expect((await h.post(loans.map((l) => draw(l)))).status).toBe(204);
+  });
+});
+
+describe('storage that accepts connections but never answers', () => {
+  let blackhole: Server;
+  const sockets = new Set<Socket>();
+  let h: Harness;
+
+  beforeAll(async () => {
+    blackhole = createServer((socket) => {
+      sockets.add(socket); // hold every connection open, answer nothing
+    });
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+    h = await Harness.start();
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => blackhole.close(() => resolve()));
+    await h.stop();
+  });
+
+  test('answers 502 within the configured bound (ERR_STORAGE_TIMEOUT)', async () => {
+    const port = (blackhole.address() as { port: number }).port;
+    const settings = { ...h.settings, TABLES_CONNECTION_STRING: h.azurite.connectionString.replace(`:${h.azurite.port}/`, `:${port}/`) };
+    h.rebuild({ timeouts: { attemptMs: 300, readMs: 1_000, commitMs: 1_000 } }, settings);
+    const [reply, ms] = await timed(() => h.post([draw(1)]));
+    expect502(reply);
+    expect(ms).toBeLessThan(3_000);
+    expect(h.logs.join('\n')).toMatch(/ERR_STORAGE_TIMEOUT/);
+  });
+});
+
+describe('a table that does not exist is a deployment fault (502), not an unknown loan', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await Harness.start();
+  });
+  afterAll(() => h.stop());
+
+  test.each(['LOANS_TABLE', 'DRAWS_TABLE'])('%s names a missing table', async (setting) => {
+    h.rebuild();
+    const loan = await h.loan();
+    h.rebuild({}, { ...h.settings, [setting]: 'NoSuchTable' });
+    expect502(await h.post([draw(loan)]));
+    expect(h.logs.join('\n')).toMatch(/ERR_STORAGE_TABLE_MISSING status 404 TableNotFound/);
+  });
+});
