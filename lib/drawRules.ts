@@ -17,10 +17,15 @@ export type RulesVerdict =
   | { readonly accepted: true }
   | { readonly accepted: false; readonly errors: readonly ElementError[] };
 
-/** Credit in integer cents; a loan without numeric credit has none. */
+/**
+ * Credit in whole cents, rounded down: a fraction of a cent is not credit. The product is first
+ * cleared of binary floating-point noise (1.13 × 100 is 112.99999999999999, which is 113 cents).
+ * A loan without numeric credit has none.
+ */
 export function creditCents(loan: Loan): number {
   const credit = loan.availableCredit;
-  return typeof credit === 'number' && Number.isFinite(credit) ? Math.round(credit * 100) : 0;
+  if (typeof credit !== 'number' || !Number.isFinite(credit)) return 0;
+  return Math.floor(Number((credit * 100).toFixed(6)));
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import Ajv, { type ErrorObject } from 'ajv';
 import { parse as parseContentType } from 'content-type';
+import { visit } from 'jsonc-parser';
 import { DETAILS, type ElementError } from './problem';
 
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -90,7 +91,28 @@ type ElementResult = { ok: true; request: DrawRequest } | { ok: false; error: El
 /** Rule precedence for shape failures (DESIGN §2.3 rows 1–3). */
 const RULE_OF_FIELD: Record<Field, 1 | 2 | 3> = { loanNumber: 2, requestor: 1, amount: 3 };
 
-function checkElement(element: unknown, index: number): ElementResult {
+/**
+ * Keys an element's object names more than once in the JSON text itself (`"amount":1,"amount":2`).
+ * JSON.parse keeps the last silently; other parsers keep the first, so such an element is ambiguous.
+ */
+function repeatedKeysByElement(text: string): Map<number, string> {
+  const seen = new Map<number, Set<string>>();
+  const repeated = new Map<number, string>();
+  visit(text, {
+    onObjectProperty: (key, _offset, _length, _line, _column, pathSupplier) => {
+      const path = pathSupplier();
+      if (path.length !== 1 || typeof path[0] !== 'number') return; // only a draw request's own keys
+      const index = path[0];
+      const keys = seen.get(index) ?? new Set<string>();
+      seen.set(index, keys);
+      if (keys.has(key) && FIELD_BY_FOLDED_KEY.has(foldKey(key)) && !repeated.has(index)) repeated.set(index, key);
+      keys.add(key);
+    },
+  });
+  return repeated;
+}
+
+function checkElement(element: unknown, index: number, repeatedKey: string | undefined): ElementResult {
   const at = (key?: string) => (key === undefined ? `/${index}` : `/${index}/${escapePointer(key)}`);
   if (!isPlainObject(element)) {
     return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.notObject } };
@@ -98,7 +120,8 @@ function checkElement(element: unknown, index: number): ElementResult {
   // Map keys to canonical names into a prototype-less object: `__proto__` and friends never reach a prototype.
   const canonical: Partial<Record<Field, unknown>> = Object.create(null);
   const sentKey: Partial<Record<Field, string>> = Object.create(null);
-  let ambiguous: { field: Field; key: string } | undefined;
+  let ambiguous: { field: Field; key: string } | undefined =
+    repeatedKey === undefined ? undefined : { field: FIELD_BY_FOLDED_KEY.get(foldKey(repeatedKey)) as Field, key: repeatedKey };
   for (const key of Object.keys(element)) {
     const field = FIELD_BY_FOLDED_KEY.get(foldKey(key));
     if (field === undefined) continue; // unknown keys are ignored, never stored
@@ -186,10 +209,11 @@ export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyR
   if (!Array.isArray(parsed)) return requestError(DETAILS.notArray);
   if (parsed.length < 1 || parsed.length > maxBatchSize) return requestError(DETAILS.batchSize(maxBatchSize));
 
+  const repeated = repeatedKeysByElement(text);
   const requests: DrawRequest[] = [];
   const errors: ElementError[] = [];
   parsed.forEach((element, index) => {
-    const result = checkElement(element, index);
+    const result = checkElement(element, index, repeated.get(index));
     if (result.ok) requests.push(result.request);
     else errors.push(result.error);
   });

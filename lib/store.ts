@@ -4,7 +4,8 @@
  */
 import { RestError, TableClient, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import type { TokenCredential } from '@azure/core-auth';
-import type { TablesConfig } from './config';
+import { setMaxListeners } from 'node:events';
+import { MAX_BATCH_SIZE_LIMIT, type TablesConfig } from './config';
 import type { Loan } from './drawRules';
 
 export type StorageFailureCode =
@@ -66,6 +67,9 @@ export interface StoreTimeouts {
   /** The commit: one attempt, never retried (see commitDraws). */
   readonly commitMs: number;
 }
+
+/** A round reads at most one loan and one draw row per element of a maximal batch. */
+const MAX_PARALLEL_READS = 2 * MAX_BATCH_SIZE_LIMIT + 1;
 
 export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
 
@@ -211,7 +215,9 @@ export class TableStore {
   }
 
   private readOptions() {
-    return { abortSignal: AbortSignal.timeout(this.timeouts.readMs), requestOptions: { timeout: this.timeouts.attemptMs } };
+    const abortSignal = AbortSignal.timeout(this.timeouts.readMs);
+    setMaxListeners(MAX_PARALLEL_READS, abortSignal); // one signal bounds every read of the round
+    return { abortSignal, requestOptions: { timeout: this.timeouts.attemptMs } };
   }
 
   private async pointRead(

@@ -431,6 +431,12 @@ describe('parseDrawRequests: case-insensitive keys', () => {
     );
   });
 
+  test('ambiguous amount keys report the usable loanNumber even when it comes after them', () => {
+    expect(parseText('[{"amount":5,"Amount":6,"AMOUNT":7,"LoanNumber":"0012","requestor":"a"}]')).toStrictEqual(
+      oneElementError({ index: 0, loanNumber: 12, code: 'InvalidRequest', pointer: '/0/Amount', detail: DETAILS.ambiguous('amount') }),
+    );
+  });
+
   test('the same key twice ("amount" and "amount") is ambiguous too (DESIGN §2.2: two keys mapping to one field)', () => {
     const result = parseText('[{"loanNumber":1,"requestor":"a","amount":5,"amount":500}]');
     expect(result.ok).toBe(false);

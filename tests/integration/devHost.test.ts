@@ -1,0 +1,132 @@
+/**
+ * The development host (DESIGN §6) driven from outside over HTTP: with settings pointing at
+ * another Azurite and another OpenID provider, and as `npm start` runs it on a fresh machine.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ConfigError } from '../../lib/config';
+import { freePort, startAzurite, type Azurite } from '../../scripts/azurite';
+import { createTables, putLoan, putPartner, tableClient } from '../../scripts/demoData';
+import { startDevHost, type DevHost } from '../../scripts/devHost';
+import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+
+const run = promisify(execFile);
+const AUDIENCE = 'api://external-audience';
+const TABLES = { partnersTable: 'ExtPartners', loansTable: 'ExtLoans', drawsTable: 'ExtDraws' };
+
+describe('settings from the environment replace the embedded defaults', () => {
+  let azurite: Azurite;
+  let provider: OidcProvider;
+  let host: DevHost;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
+    await createTables(azurite.connectionString, TABLES);
+    await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'ext-client', partnerId: 'EXT' });
+    await putLoan(tableClient(azurite.connectionString, TABLES.loansTable), { loanNumber: 42, partnerId: 'EXT', availableCredit: 100, fundingInvestorId: 'I' });
+    host = await startDevHost(
+      {
+        PORT: '0',
+        TABLES_CONNECTION_STRING: azurite.connectionString,
+        AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+        AUTH_AUDIENCE: AUDIENCE,
+        PARTNERS_TABLE: TABLES.partnersTable,
+        LOANS_TABLE: TABLES.loansTable,
+        DRAWS_TABLE: TABLES.drawsTable,
+      },
+      (line) => lines.push(line),
+    );
+  });
+  afterAll(async () => {
+    await host?.stop();
+    await Promise.allSettled([azurite.stop(true), provider.stop()]);
+  });
+
+  async function tokenFor(clientId: string): Promise<string> {
+    const response = await fetch(provider.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: 's' }),
+    });
+    return ((await response.json()) as { access_token: string }).access_token;
+  }
+
+  test('nothing embedded is started, and a draw posted over HTTP lands in the external storage', async () => {
+    expect(host.embeddedStorage).toBe(false);
+    expect(host.tokenUrl).toBeUndefined();
+    const response = await fetch(host.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await tokenFor('ext-client')}`, 'content-type': 'application/json' },
+      body: JSON.stringify([{ loanNumber: '42', requestor: 'ext', amount: 99.99 }]),
+    });
+    expect(response.status).toBe(204);
+    expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const rows = [];
+    for await (const row of tableClient(azurite.connectionString, TABLES.drawsTable).listEntities()) rows.push(row);
+    expect(rows).toEqual([expect.objectContaining({ rowKey: '42', Amount: 99.99, ClientId: 'ext-client', PartnerId: 'EXT', RequestId: response.headers.get('x-request-id') })]);
+    expect(lines.join('\n')).toContain('DrawRequest accepted');
+  });
+
+  test('errors reach the client over HTTP exactly as the handler shaped them', async () => {
+    const response = await fetch(host.url.replace('/DrawRequest', '/drawrequest'), { method: 'POST', body: '[]', headers: { 'content-type': 'application/json' } });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe('Bearer');
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await response.json()) as { status: number }).status).toBe(401);
+  });
+
+  test('other routes are 404 (no /api prefix) and other methods 405', async () => {
+    expect((await fetch(host.url.replace('/DrawRequest', '/api/DrawRequest'), { method: 'POST' })).status).toBe(404);
+    const get = await fetch(host.url);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+
+  test('a malformed setting fails start-up with a message naming it', async () => {
+    const failure = startDevHost({ PORT: '0', TABLES_CONNECTION_STRING: azurite.connectionString, AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl, AUTH_AUDIENCE: AUDIENCE, MAX_BATCH_SIZE: '500' });
+    await expect(failure).rejects.toBeInstanceOf(ConfigError);
+    await expect(failure).rejects.toThrow(/MAX_BATCH_SIZE must be a whole number from 1 to 100/);
+  });
+});
+
+describe('`npm start` on a fresh machine: embedded Azurite and provider, the printed curl works', () => {
+  const entry = join(__dirname, '..', '..', 'dist', 'scripts', 'devHost.js');
+
+  test('prints demo data and a curl; the curl gets 204, the same again 400 Pending; SIGTERM stops it cleanly', async () => {
+    expect(existsSync(entry)).toBe(true); // `npm test` builds first
+    const port = await freePort();
+    const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no "listening on" within 20 s:\n${output}`)), 20_000);
+        child.stdout.on('data', () => {
+          if (output.includes('listening on')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      expect(output).toContain(`listening on http://127.0.0.1:${port}/DrawRequest`);
+      expect(output).toContain('loan 1001: partner PARTNER-001');
+      const commands = output.split('\n').filter((l) => l.startsWith('TOKEN=') || l.startsWith('curl ')).join('\n');
+      expect(commands).toContain(`http://127.0.0.1:${port}/DrawRequest`);
+      expect(commands).not.toMatch(/\bjq\b/);
+
+      const first = await run('sh', ['-c', commands]);
+      expect(first.stdout).toMatch(/^HTTP\/1\.1 204 No Content/);
+      expect(first.stdout).toMatch(/X-Request-Id: [0-9a-f-]{36}/i);
+      const second = await run('sh', ['-c', commands]);
+      expect(second.stdout).toMatch(/^HTTP\/1\.1 400 Bad Request/);
+      expect(second.stdout).toContain('"error":"Pending Transaction Request"');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  });
+});

@@ -1,0 +1,294 @@
+import { ConfigError, loadConfig, type Settings } from '../../lib/config';
+
+const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
+const DERIVED_URL = `https://login.microsoftonline.com/${TENANT}/v2.0/.well-known/openid-configuration`;
+const MINIMAL: Settings = {
+  AUTH_TENANT_ID: TENANT,
+  AUTH_AUDIENCE: 'api://draw-requests',
+  TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
+};
+
+const withEnv = (overrides: Settings): Settings => ({ ...MINIMAL, ...overrides });
+
+/** The ConfigError loadConfig throws for `env` (fails the test if it does not throw one). */
+function configError(env: Settings): ConfigError {
+  let thrown: unknown;
+  try {
+    loadConfig(env);
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown).toBeInstanceOf(ConfigError);
+  const error = thrown as ConfigError;
+  expect(error).toBeInstanceOf(Error);
+  expect(error.code).toBe('ERR_CONFIG_INVALID');
+  expect(error.name).toBe('ConfigError');
+  for (const problem of error.problems) expect(error.message).toContain(problem);
+  return error;
+}
+
+describe('loadConfig: valid settings', () => {
+  test('minimal settings give the documented defaults', () => {
+    expect(loadConfig(MINIMAL)).toEqual({
+      auth: {
+        tenantId: TENANT,
+        openIdConfigUrl: DERIVED_URL,
+        audiences: ['api://draw-requests'],
+        allowedIssuers: undefined,
+        requiredRole: undefined,
+        partnerClaim: undefined,
+        clockToleranceSeconds: 60,
+        algorithms: ['RS256'],
+      },
+      tables: {
+        endpoint: undefined,
+        connectionString: 'UseDevelopmentStorage=true',
+        partnersTable: 'Partners',
+        loansTable: 'Loans',
+        drawsTable: 'DrawRequests',
+      },
+      drawDayTimeZone: 'UTC',
+      maxBatchSize: 100,
+      appInsightsConnectionString: undefined,
+    });
+  });
+
+  test('an upper-case tenant GUID is accepted', () => {
+    expect(loadConfig(withEnv({ AUTH_TENANT_ID: TENANT.toUpperCase() })).auth.tenantId).toBe(TENANT.toUpperCase());
+  });
+
+  test('AUTH_OPENID_CONFIG_URL alone works without a tenant', () => {
+    const url = 'https://idp.example.com/.well-known/openid-configuration';
+    const config = loadConfig({ AUTH_OPENID_CONFIG_URL: url, AUTH_AUDIENCE: 'x', TABLES_CONNECTION_STRING: 'c' });
+    expect(config.auth.openIdConfigUrl).toBe(url);
+    expect(config.auth.tenantId).toBeUndefined();
+  });
+
+  test('AUTH_OPENID_CONFIG_URL overrides the derived URL when a tenant is also set', () => {
+    const url = 'https://idp.example.com/custom/openid-configuration';
+    const config = loadConfig(withEnv({ AUTH_OPENID_CONFIG_URL: url }));
+    expect(config.auth.openIdConfigUrl).toBe(url);
+    expect(config.auth.tenantId).toBe(TENANT);
+  });
+
+  test.each([
+    ['https://login.microsoftonline.us', `https://login.microsoftonline.us/${TENANT}/v2.0/.well-known/openid-configuration`],
+    ['https://login.microsoftonline.us/', `https://login.microsoftonline.us/${TENANT}/v2.0/.well-known/openid-configuration`],
+    ['http://localhost:9000', `http://localhost:9000/${TENANT}/v2.0/.well-known/openid-configuration`],
+  ])('AUTH_AUTHORITY_HOST %p → metadata URL %p', (host, url) => {
+    expect(loadConfig(withEnv({ AUTH_AUTHORITY_HOST: host })).auth.openIdConfigUrl).toBe(url);
+  });
+
+  test.each([
+    ['http://127.0.0.1:1234/.well-known/openid-configuration'],
+    ['http://localhost/.well-known/openid-configuration'],
+    ['http://localhost:8080/tenant/v2.0/.well-known/openid-configuration'],
+    ['http://[::1]:9000/.well-known/openid-configuration'],
+  ])('loopback http AUTH_OPENID_CONFIG_URL %p is accepted', (url) => {
+    expect(loadConfig(withEnv({ AUTH_TENANT_ID: undefined, AUTH_OPENID_CONFIG_URL: url })).auth.openIdConfigUrl).toBe(url);
+  });
+
+  test('TABLES_ENDPOINT alone is used for managed identity', () => {
+    const endpoint = 'https://acct.table.core.windows.net';
+    const config = loadConfig(withEnv({ TABLES_CONNECTION_STRING: undefined, TABLES_ENDPOINT: endpoint }));
+    expect(config.tables.endpoint).toBe(endpoint);
+    expect(config.tables.connectionString).toBeUndefined();
+  });
+
+  test('optional settings are passed through', () => {
+    const config = loadConfig(
+      withEnv({
+        AUTH_REQUIRED_ROLE: 'Draws.Submit',
+        AUTH_PARTNER_CLAIM: 'appid',
+        AUTH_ALLOWED_ISSUERS: 'https://a.example/, https://b.example/',
+        AUTH_ALGORITHMS: 'RS256, ES256 ,PS256',
+        AUTH_CLOCK_TOLERANCE_SECONDS: '0',
+        PARTNERS_TABLE: 'PartnersDev',
+        LOANS_TABLE: 'Lns',
+        DRAWS_TABLE: 'a'.repeat(63),
+        DRAW_DAY_TIMEZONE: 'America/New_York',
+        MAX_BATCH_SIZE: '1',
+        APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000',
+      }),
+    );
+    expect(config.auth.requiredRole).toBe('Draws.Submit');
+    expect(config.auth.partnerClaim).toBe('appid');
+    expect(config.auth.allowedIssuers).toEqual(['https://a.example/', 'https://b.example/']);
+    expect(config.auth.algorithms).toEqual(['RS256', 'ES256', 'PS256']);
+    expect(config.auth.clockToleranceSeconds).toBe(0);
+    expect(config.tables).toEqual({
+      endpoint: undefined,
+      connectionString: 'UseDevelopmentStorage=true',
+      partnersTable: 'PartnersDev',
+      loansTable: 'Lns',
+      drawsTable: 'a'.repeat(63),
+    });
+    expect(config.drawDayTimeZone).toBe('America/New_York');
+    expect(config.maxBatchSize).toBe(1);
+    expect(config.appInsightsConnectionString).toBe('InstrumentationKey=00000000-0000-0000-0000-000000000000');
+  });
+
+  test.each([
+    ['1', 1],
+    ['100', 100],
+    [' 50 ', 50],
+    ['', 100],
+    ['   ', 100],
+  ])('MAX_BATCH_SIZE %p → %p', (value, size) => {
+    expect(loadConfig(withEnv({ MAX_BATCH_SIZE: value })).maxBatchSize).toBe(size);
+  });
+
+  test('comma lists are trimmed and empty items dropped', () => {
+    expect(loadConfig(withEnv({ AUTH_AUDIENCE: ' a , b ' })).auth.audiences).toEqual(['a', 'b']);
+    expect(loadConfig(withEnv({ AUTH_AUDIENCE: 'a,,b,' })).auth.audiences).toEqual(['a', 'b']);
+  });
+
+  test('empty and whitespace values mean unset', () => {
+    const config = loadConfig({
+      AUTH_TENANT_ID: TENANT,
+      AUTH_AUTHORITY_HOST: '',
+      AUTH_OPENID_CONFIG_URL: '  ',
+      AUTH_AUDIENCE: 'aud',
+      AUTH_ALLOWED_ISSUERS: '',
+      AUTH_REQUIRED_ROLE: ' ',
+      AUTH_PARTNER_CLAIM: '',
+      AUTH_CLOCK_TOLERANCE_SECONDS: '',
+      AUTH_ALGORITHMS: ' ',
+      TABLES_ENDPOINT: '',
+      TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
+      PARTNERS_TABLE: '',
+      LOANS_TABLE: ' ',
+      DRAWS_TABLE: '',
+      DRAW_DAY_TIMEZONE: '',
+      MAX_BATCH_SIZE: '',
+      APPLICATIONINSIGHTS_CONNECTION_STRING: '',
+    });
+    expect(config).toEqual({
+      auth: {
+        tenantId: TENANT,
+        openIdConfigUrl: DERIVED_URL,
+        audiences: ['aud'],
+        allowedIssuers: undefined,
+        requiredRole: undefined,
+        partnerClaim: undefined,
+        clockToleranceSeconds: 60,
+        algorithms: ['RS256'],
+      },
+      tables: {
+        endpoint: undefined,
+        connectionString: 'UseDevelopmentStorage=true',
+        partnersTable: 'Partners',
+        loansTable: 'Loans',
+        drawsTable: 'DrawRequests',
+      },
+      drawDayTimeZone: 'UTC',
+      maxBatchSize: 100,
+      appInsightsConnectionString: undefined,
+    });
+  });
+
+  test('an empty AUTH_TENANT_ID with an AUTH_OPENID_CONFIG_URL is fine', () => {
+    const url = 'https://idp.example.com/.well-known/openid-configuration';
+    const config = loadConfig(withEnv({ AUTH_TENANT_ID: '', AUTH_OPENID_CONFIG_URL: url }));
+    expect(config.auth.tenantId).toBeUndefined();
+    expect(config.auth.openIdConfigUrl).toBe(url);
+  });
+
+  test('an empty TABLES_CONNECTION_STRING with an endpoint is fine', () => {
+    const config = loadConfig(withEnv({ TABLES_CONNECTION_STRING: '', TABLES_ENDPOINT: 'https://acct.table.core.windows.net' }));
+    expect(config.tables.connectionString).toBeUndefined();
+    expect(config.tables.endpoint).toBe('https://acct.table.core.windows.net');
+  });
+});
+
+describe('loadConfig: each malformed or missing setting fails start-up naming it', () => {
+  test.each([
+    ['missing AUTH_AUDIENCE', { AUTH_AUDIENCE: undefined }, 'AUTH_AUDIENCE'],
+    ['empty AUTH_AUDIENCE', { AUTH_AUDIENCE: '' }, 'AUTH_AUDIENCE'],
+    ['AUTH_AUDIENCE of only commas', { AUTH_AUDIENCE: ' , ,' }, 'AUTH_AUDIENCE'],
+    ['neither tenant nor metadata URL', { AUTH_TENANT_ID: undefined }, 'AUTH_TENANT_ID'],
+    ['whitespace tenant and no metadata URL', { AUTH_TENANT_ID: '   ' }, 'AUTH_TENANT_ID'],
+    ['non-GUID tenant (domain name)', { AUTH_TENANT_ID: 'contoso.onmicrosoft.com' }, 'AUTH_TENANT_ID'],
+    ['non-GUID tenant (braces)', { AUTH_TENANT_ID: `{${TENANT}}` }, 'AUTH_TENANT_ID'],
+    ['non-GUID tenant (common)', { AUTH_TENANT_ID: 'common' }, 'AUTH_TENANT_ID'],
+    [
+      'http non-loopback AUTH_OPENID_CONFIG_URL',
+      { AUTH_TENANT_ID: undefined, AUTH_OPENID_CONFIG_URL: 'http://idp.example.com/.well-known/openid-configuration' },
+      'AUTH_OPENID_CONFIG_URL',
+    ],
+    [
+      'http non-loopback AUTH_OPENID_CONFIG_URL even with a tenant',
+      { AUTH_OPENID_CONFIG_URL: 'http://10.0.0.5/.well-known/openid-configuration' },
+      'AUTH_OPENID_CONFIG_URL',
+    ],
+    ['relative AUTH_OPENID_CONFIG_URL', { AUTH_OPENID_CONFIG_URL: '/.well-known/openid-configuration' }, 'AUTH_OPENID_CONFIG_URL'],
+    ['ftp AUTH_OPENID_CONFIG_URL', { AUTH_OPENID_CONFIG_URL: 'ftp://idp.example.com/x' }, 'AUTH_OPENID_CONFIG_URL'],
+    ['http non-loopback AUTH_AUTHORITY_HOST', { AUTH_AUTHORITY_HOST: 'http://login.example.com' }, 'AUTH_AUTHORITY_HOST'],
+    ['both TABLES_ENDPOINT and TABLES_CONNECTION_STRING', { TABLES_ENDPOINT: 'https://acct.table.core.windows.net' }, 'TABLES_ENDPOINT'],
+    ['neither TABLES_ENDPOINT nor TABLES_CONNECTION_STRING', { TABLES_CONNECTION_STRING: undefined }, 'TABLES_CONNECTION_STRING'],
+    ['whitespace-only TABLES_CONNECTION_STRING', { TABLES_CONNECTION_STRING: '  ' }, 'TABLES_CONNECTION_STRING'],
+    ['http non-loopback TABLES_ENDPOINT', { TABLES_CONNECTION_STRING: undefined, TABLES_ENDPOINT: 'http://acct.table.core.windows.net' }, 'TABLES_ENDPOINT'],
+    ['TABLES_ENDPOINT not a URL', { TABLES_CONNECTION_STRING: undefined, TABLES_ENDPOINT: 'acct' }, 'TABLES_ENDPOINT'],
+    ['MAX_BATCH_SIZE 0', { MAX_BATCH_SIZE: '0' }, 'MAX_BATCH_SIZE'],
+    ['MAX_BATCH_SIZE 101', { MAX_BATCH_SIZE: '101' }, 'MAX_BATCH_SIZE'],
+    ['MAX_BATCH_SIZE abc', { MAX_BATCH_SIZE: 'abc' }, 'MAX_BATCH_SIZE'],
+    ['MAX_BATCH_SIZE 1.5', { MAX_BATCH_SIZE: '1.5' }, 'MAX_BATCH_SIZE'],
+    ['MAX_BATCH_SIZE -1', { MAX_BATCH_SIZE: '-1' }, 'MAX_BATCH_SIZE'],
+    ['MAX_BATCH_SIZE 1e2', { MAX_BATCH_SIZE: '1e2' }, 'MAX_BATCH_SIZE'],
+    ['DRAW_DAY_TIMEZONE Mars/Base', { DRAW_DAY_TIMEZONE: 'Mars/Base' }, 'DRAW_DAY_TIMEZONE'],
+    ['AUTH_ALGORITHMS HS256', { AUTH_ALGORITHMS: 'HS256' }, 'AUTH_ALGORITHMS'],
+    ['AUTH_ALGORITHMS none', { AUTH_ALGORITHMS: 'none' }, 'AUTH_ALGORITHMS'],
+    ['AUTH_ALGORITHMS RS256,HS256', { AUTH_ALGORITHMS: 'RS256,HS256' }, 'AUTH_ALGORITHMS'],
+    ['AUTH_CLOCK_TOLERANCE_SECONDS -1', { AUTH_CLOCK_TOLERANCE_SECONDS: '-1' }, 'AUTH_CLOCK_TOLERANCE_SECONDS'],
+    ['AUTH_CLOCK_TOLERANCE_SECONDS abc', { AUTH_CLOCK_TOLERANCE_SECONDS: 'abc' }, 'AUTH_CLOCK_TOLERANCE_SECONDS'],
+    ['AUTH_CLOCK_TOLERANCE_SECONDS 1.5', { AUTH_CLOCK_TOLERANCE_SECONDS: '1.5' }, 'AUTH_CLOCK_TOLERANCE_SECONDS'],
+    ['PARTNERS_TABLE ab (too short)', { PARTNERS_TABLE: 'ab' }, 'PARTNERS_TABLE'],
+    ['LOANS_TABLE 1abc (starts with a digit)', { LOANS_TABLE: '1abc' }, 'LOANS_TABLE'],
+    ['DRAWS_TABLE bad-name (hyphen)', { DRAWS_TABLE: 'bad-name' }, 'DRAWS_TABLE'],
+    ['DRAWS_TABLE of 64 characters', { DRAWS_TABLE: 'a'.repeat(64) }, 'DRAWS_TABLE'],
+  ] as [string, Settings, string][])('%s → ConfigError naming %s', (_name, overrides, setting) => {
+    const error = configError(withEnv(overrides));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(setting);
+    expect(error.message).toContain(setting);
+  });
+
+  test('several problems at once are all listed', () => {
+    const error = configError({
+      AUTH_TENANT_ID: 'not-a-guid',
+      MAX_BATCH_SIZE: '0',
+      DRAW_DAY_TIMEZONE: 'Mars/Base',
+      AUTH_ALGORITHMS: 'none',
+      AUTH_CLOCK_TOLERANCE_SECONDS: 'abc',
+      LOANS_TABLE: 'bad-name',
+    });
+    const named = [
+      'AUTH_TENANT_ID',
+      'AUTH_AUDIENCE',
+      'TABLES_CONNECTION_STRING',
+      'MAX_BATCH_SIZE',
+      'DRAW_DAY_TIMEZONE',
+      'AUTH_ALGORITHMS',
+      'AUTH_CLOCK_TOLERANCE_SECONDS',
+      'LOANS_TABLE',
+    ];
+    expect(error.problems).toHaveLength(named.length);
+    for (const setting of named) {
+      expect(error.problems.filter((p) => p.includes(setting)).length).toBeGreaterThanOrEqual(1);
+      expect(error.message).toContain(setting);
+    }
+  });
+
+  test('an empty environment lists the three required settings', () => {
+    const error = configError({});
+    expect(error.problems).toHaveLength(3);
+    expect(error.problems.some((p) => p.startsWith('AUTH_TENANT_ID'))).toBe(true);
+    expect(error.problems.some((p) => p.startsWith('AUTH_AUDIENCE'))).toBe(true);
+    expect(error.problems.some((p) => p.includes('TABLES_ENDPOINT') && p.includes('TABLES_CONNECTION_STRING'))).toBe(true);
+  });
+
+  test('the problem quotes the rejected value for numbers and time zones', () => {
+    expect(configError(withEnv({ MAX_BATCH_SIZE: '101' })).problems[0]).toContain('"101"');
+    expect(configError(withEnv({ DRAW_DAY_TIMEZONE: 'Mars/Base' })).problems[0]).toContain('"Mars/Base"');
+  });
+});
