@@ -9,6 +9,7 @@ import { startOidcProvider } from '../../scripts/oidcProvider';
 import { freePort } from '../../scripts/azurite';
 import { putPartner } from '../../scripts/demoData';
 import { AUDIENCE, CLIENT, Harness, TENANT, draw, type Reply } from '../support/harness';
+import { expectGenericProblem } from '../support/problems';
 
 let h: Harness;
 beforeAll(async () => {
@@ -19,16 +20,8 @@ beforeAll(async () => {
 afterAll(() => h.stop());
 
 function expect401(reply: Reply, tokenSent: boolean): void {
-  expect(reply.status).toBe(401);
+  expectGenericProblem(reply, 401);
   expect(reply.headers['www-authenticate']).toBe(tokenSent ? 'Bearer error="invalid_token"' : 'Bearer');
-  expect(reply.headers['content-type']).toBe('application/problem+json');
-  expect(reply.body).toEqual({
-    type: 'about:blank',
-    title: 'Unauthorized',
-    status: 401,
-    detail: 'The request was not authenticated: a valid access token for a registered partner is required.',
-    requestId: reply.headers['x-request-id'],
-  });
 }
 
 /** Posts a valid draw with `authorization` as the raw header value; expects 401 and nothing stored. */
@@ -169,17 +162,7 @@ describe('401 refusals, nothing written, reason logged but not returned', () => 
 });
 
 describe('identity provider failures are 502, never 401', () => {
-  function expect502(reply: Reply): void {
-    expect(reply.status).toBe(502);
-    expect(reply.headers['content-type']).toBe('application/problem+json');
-    expect(reply.body).toEqual({
-      type: 'about:blank',
-      title: 'Bad Gateway',
-      status: 502,
-      detail: 'A service this API depends on is unavailable; nothing was submitted. Retry later.',
-      requestId: reply.headers['x-request-id'],
-    });
-  }
+  const expect502 = (reply: Reply) => expectGenericProblem(reply, 502);
 
   test('provider down at cold start: 502, then served once it is back, without a new instance', async () => {
     const port = await freePort();

@@ -2,7 +2,8 @@
  * The handler end to end against real Azurite and real RS256 tokens: 204 and what is stored,
  * request-shape 400s, draw-rule 400s, case-insensitive keys, all-or-nothing.
  */
-import { CLIENT, Harness, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
+import { CLIENT, Harness, OTHER_PARTNER, PARTNER, draw, todayUtc } from '../support/harness';
+import { expectGenericProblem, expectProblem400 } from '../support/problems';
 
 let h: Harness;
 beforeAll(async () => {
@@ -11,13 +12,6 @@ beforeAll(async () => {
 afterAll(() => h.stop());
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-function expectProblem400(reply: Reply): void {
-  expect(reply.status).toBe(400);
-  expect(reply.headers['content-type']).toBe('application/problem+json');
-  expect(reply.headers['x-request-id']).toMatch(UUID);
-  expect(reply.body).toMatchObject({ type: 'about:blank', title: 'Bad Request', status: 400, requestId: reply.headers['x-request-id'] });
-}
 
 describe('accepted batches', () => {
   test('one draw: 204 with X-Request-Id, no body, and exactly one pending row with the contract properties', async () => {
@@ -239,6 +233,27 @@ describe('business day', () => {
       expect(reply.body.errors[0].detail).toBe('the request body must be an array of 1 to 2 draw requests');
     } finally {
       await small.stop();
+    }
+  });
+});
+
+describe('a defect in the service', () => {
+  test('is 500 problem+json with a generic detail: no stack, no error text; the stack goes to the log', async () => {
+    const store = h.deps.store;
+    const realRead = store.readBatchState.bind(store);
+    // A fake only for what a real part cannot produce: a bug that throws.
+    store.readBatchState = async () => {
+      throw new TypeError('Cannot read properties of undefined (secret-internal-detail)');
+    };
+    try {
+      const loan = await h.loan();
+      const reply = await h.post([draw(loan)]);
+      expectGenericProblem(reply, 500);
+      expect(reply.text).not.toContain('secret-internal-detail');
+      expect(h.logs.join('\n')).toContain('DrawRequest failed: TypeError');
+      expect(await h.drawsFor(loan)).toHaveLength(0);
+    } finally {
+      store.readBatchState = realRead;
     }
   });
 });

@@ -8,20 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BatchState, StoreResult } from '../../lib/store';
 import { Harness, draw, type Reply } from '../support/harness';
+import { expectGenericProblem } from '../support/problems';
 
-function expect502(reply: Reply): void {
-  expect(reply.status).toBe(502);
-  expect(reply.headers['content-type']).toBe('application/problem+json');
-  expect(reply.headers['x-request-id']).toBeTruthy();
-  expect(reply.body).toEqual({
-    type: 'about:blank',
-    title: 'Bad Gateway',
-    status: 502,
-    detail: 'A service this API depends on is unavailable; nothing was submitted. Retry later.',
-    requestId: reply.headers['x-request-id'],
-  });
-  expect(reply.text).not.toMatch(/RestError|ECONNREFUSED|devstoreaccount1|AccountKey/);
-}
+const expect502 = (reply: Reply) => expectGenericProblem(reply, 502);
 
 async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   const start = Date.now();

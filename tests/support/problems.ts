@@ -1,0 +1,29 @@
+/** What every client can rely on in an error response (DESIGN §2.1, §2.4). */
+import type { Reply } from './harness';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const GENERIC: Record<401 | 500 | 502, { title: string; detail: string }> = {
+  401: { title: 'Unauthorized', detail: 'The request was not authenticated: a valid access token for a registered partner is required.' },
+  500: { title: 'Internal Server Error', detail: 'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.' },
+  502: { title: 'Bad Gateway', detail: 'A service this API depends on is unavailable; nothing was submitted. Retry later.' },
+};
+
+function expectProblemHeaders(reply: Reply, status: number): void {
+  expect(reply.status).toBe(status);
+  expect(reply.headers['content-type']).toBe('application/problem+json');
+  expect(reply.headers['x-request-id']).toMatch(UUID);
+}
+
+/** 401, 500 and 502: a generic body with no errors and nothing from inside the service. */
+export function expectGenericProblem(reply: Reply, status: 401 | 500 | 502): void {
+  expectProblemHeaders(reply, status);
+  expect(reply.body).toEqual({ type: 'about:blank', status, ...GENERIC[status], requestId: reply.headers['x-request-id'] });
+  expect(reply.text).not.toMatch(/RestError|ECONNREFUSED|devstoreaccount1|AccountKey|at .+\.[jt]s:\d+/);
+}
+
+/** 400: the problem members; `errors` is for the caller to check. */
+export function expectProblem400(reply: Reply): void {
+  expectProblemHeaders(reply, 400);
+  expect(reply.body).toMatchObject({ type: 'about:blank', title: 'Bad Request', status: 400, requestId: reply.headers['x-request-id'] });
+}
