@@ -3,8 +3,8 @@
  * bottom in the order of checks of DESIGN §2: authentication, request shape, draw rules, commit.
  */
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import type { TokenCredential } from '@azure/core-auth';
-import { Authenticator, type AuthFailure } from '../lib/auth';
+import type { TokenCredential } from '@azure/identity';
+import { Authenticator, type AuthFailure, type ProviderTimings } from '../lib/auth';
 import type { Config } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
@@ -24,6 +24,7 @@ export interface WiringOptions {
   /** Managed identity for TABLES_ENDPOINT; unused with a connection string. */
   readonly credential?: TokenCredential;
   readonly timeouts?: StoreTimeouts;
+  readonly providerTimings?: ProviderTimings;
   readonly now?: () => Date;
 }
 
@@ -34,7 +35,7 @@ export function createDependencies(config: Config, options: WiringOptions = {}):
   return {
     config,
     store,
-    authenticator: new Authenticator(config.auth, () => now().getTime()),
+    authenticator: new Authenticator(config.auth, () => now().getTime(), options.providerTimings),
     partners: new PartnerDirectory(store, () => now().getTime()),
     now,
   };
@@ -50,24 +51,25 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
       const token = await authenticator.verify(request.headers.get('authorization'));
       if (!token.ok) return refuse(context, requestId, token.failure);
       const caller = partners.resolve(token.clientId); // from cache, or read alongside step 3's reads
+      caller.catch(() => undefined); // a defect there is answered where it is awaited, not as an unhandled rejection
 
       // 2. Request shape, answered without touching loans or draws.
       const body = await readDrawRequests(request, config.maxBatchSize);
       if (!body.ok) {
         const partner = await caller;
-        if (!partner.ok) return refusePartner(context, requestId, partner);
-        return reject(context, requestId, body.errors, body.batchSize);
+        if (!partner.ok) return refusePartner(context, requestId, token.clientId, partner);
+        return reject(context, requestId, partner.partnerId, body.errors, body.batchSize);
       }
 
       // 3. Draw rules, on one parallel round of point reads.
       const day = drawDay(now(), config.drawDayTimeZone);
       const loanNumbers = body.requests.map((r) => String(r.loanNumber));
       const [partner, state] = await Promise.all([caller, store.readBatchState(day, loanNumbers)]);
-      if (!partner.ok) return refusePartner(context, requestId, partner);
+      if (!partner.ok) return refusePartner(context, requestId, token.clientId, partner);
       if (!state.ok) return storageFailed(context, requestId, state.failure);
       warnDataQuality(context, state.value);
       const verdict = applyDrawRules(body.requests, state.value.loans, state.value.drawnToday, partner.partnerId);
-      if (!verdict.accepted) return reject(context, requestId, verdict.errors, body.requests.length);
+      if (!verdict.accepted) return reject(context, requestId, partner.partnerId, verdict.errors, body.requests.length);
 
       // 4. Atomic commit: the store enforces one draw per loan per day.
       const commit = await store.commitDraws(
@@ -75,7 +77,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
         { day, partnerId: partner.partnerId, clientId: token.clientId, requestId, submittedAt: now() },
       );
       if (!commit.ok && 'conflictIndex' in commit) {
-        return reject(context, requestId, [lostRace(body.requests[commit.conflictIndex])], body.requests.length);
+        return reject(context, requestId, partner.partnerId, [lostRace(body.requests[commit.conflictIndex])], body.requests.length);
       }
       if (!commit.ok) return storageFailed(context, requestId, commit.failure);
       context.log(`DrawRequest accepted: ${body.requests.length} draw(s) for partner ${partner.partnerId} on ${day}`);
@@ -98,18 +100,24 @@ function lostRace(request: DrawRequest): ElementError {
   };
 }
 
-function refuse(context: InvocationContext, requestId: string, failure: AuthFailure): HttpResponseInit {
+function refuse(context: InvocationContext, requestId: string, failure: AuthFailure, clientId?: string): HttpResponseInit {
   if (failure.kind === 'dependency') {
     context.error(`DrawRequest dependency failed: identity provider (${failure.code})`);
     return dependencyFailed(requestId);
   }
-  context.warn(`DrawRequest unauthorized: ${failure.code}${failure.claim ? ` (claim ${failure.claim})` : ''}`);
+  const claim = failure.claim ? ` (claim ${failure.claim})` : '';
+  context.warn(`DrawRequest unauthorized: ${failure.code}${claim}${clientId === undefined ? '' : ` client ${clientId}`}`);
   return unauthorized(requestId, failure.tokenSent);
 }
 
-function refusePartner(context: InvocationContext, requestId: string, partner: Exclude<PartnerResult, { ok: true }>): HttpResponseInit {
+function refusePartner(
+  context: InvocationContext,
+  requestId: string,
+  clientId: string,
+  partner: Exclude<PartnerResult, { ok: true }>,
+): HttpResponseInit {
   if ('failure' in partner) return storageFailed(context, requestId, partner.failure);
-  return refuse(context, requestId, { kind: 'unauthorized', code: partner.refused, tokenSent: true });
+  return refuse(context, requestId, { kind: 'unauthorized', code: partner.refused, tokenSent: true }, clientId);
 }
 
 function storageFailed(context: InvocationContext, requestId: string, failure: StorageFailure): HttpResponseInit {
@@ -119,9 +127,18 @@ function storageFailed(context: InvocationContext, requestId: string, failure: S
   return dependencyFailed(requestId);
 }
 
-function reject(context: InvocationContext, requestId: string, errors: readonly ElementError[], batchSize?: number): HttpResponseInit {
-  const summary = errors.map((e) => `${e.index ?? '-'}:${e.loanNumber ?? '-'}:${e.code}`).join(' ');
-  context.log(`DrawRequest rejected: ${summary}`);
+function reject(
+  context: InvocationContext,
+  requestId: string,
+  partnerId: string,
+  errors: readonly ElementError[],
+  batchSize?: number,
+): HttpResponseInit {
+  // Everything needed to explain the 400 to the partner; requestor values and tokens are not included.
+  const lines = errors.map(
+    (e) => `index ${e.index ?? '-'} loan ${e.loanNumber ?? '-'} ${e.code} ${e.pointer ?? '-'}: ${e.detail}`,
+  );
+  context.log(`DrawRequest rejected for partner ${partnerId}: ${lines.join('; ')}`);
   return badRequest(requestId, errors, batchSize);
 }
 

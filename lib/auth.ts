@@ -15,8 +15,30 @@ import {
 import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
 
 export const MAX_TOKEN_BYTES = 8 * 1024;
-const METADATA_MAX_AGE_MS = 24 * 60 * 60 * 1000;
-const FETCH_TIMEOUT_MS = 5_000;
+
+/** How the provider's metadata and keys are fetched and kept. */
+export interface ProviderTimings {
+  /** Each metadata or key-set request. */
+  readonly fetchTimeoutMs: number;
+  /** Metadata is refreshed at most this often (DESIGN §3: 24 h). */
+  readonly metadataMaxAgeMs: number;
+  /** jose's key-set cache age, and its cooldown between refetches for an unknown kid. */
+  readonly jwksMaxAgeMs: number;
+  readonly jwksCooldownMs: number;
+  /** After a failed refresh, what is held is used without asking the provider again for this long. */
+  readonly retryAfterFailureMs: number;
+}
+
+export const DEFAULT_PROVIDER_TIMINGS: ProviderTimings = {
+  fetchTimeoutMs: 5_000,
+  metadataMaxAgeMs: 24 * 60 * 60 * 1000,
+  jwksMaxAgeMs: 10 * 60 * 1000,
+  jwksCooldownMs: 30 * 1000,
+  retryAfterFailureMs: 60 * 1000,
+};
+
+/** RFC 6750 b64token. */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /** Why a caller was refused. Goes to logs and telemetry, never to the caller. */
 export type UnauthorizedCode =
@@ -78,10 +100,12 @@ const CLIENT_ID = /^[^/\\#?\p{Cc}]{1,256}$/u;
 export class Authenticator {
   private keys?: ProviderKeys;
   private loading?: Promise<ProviderKeys>;
+  private refreshFailedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly config: AuthConfig,
     private readonly now: () => number = Date.now,
+    private readonly timings: ProviderTimings = DEFAULT_PROVIDER_TIMINGS,
   ) {}
 
   async verify(authorization: string | null | undefined): Promise<TokenResult> {
@@ -89,10 +113,11 @@ export class Authenticator {
       ok: false,
       failure: { kind: 'unauthorized', code, tokenSent, ...(claim === undefined ? {} : { claim }) },
     });
-    const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
-    if (!match) return refuse('ERR_AUTH_MISSING', false);
-    const token = match[1];
+    const scheme = /^Bearer(?:[ \t]+([^]*))?$/i.exec(authorization ?? '');
+    const token = scheme?.[1]?.trim() ?? '';
+    if (token === '') return refuse('ERR_AUTH_MISSING', false);
     if (Buffer.byteLength(token) > MAX_TOKEN_BYTES) return refuse('ERR_AUTH_TOKEN_TOO_LARGE');
+    if (!B64TOKEN.test(token)) return refuse('ERR_AUTH_MALFORMED');
 
     let keys: ProviderKeys;
     try {
@@ -132,24 +157,37 @@ export class Authenticator {
     return { ok: true, clientId, claims };
   }
 
-  /** Metadata is fetched on first use, kept, and refreshed at most every 24 h; a failed refresh keeps the old. */
+  /**
+   * Metadata is fetched on first use and kept. Once older than 24 h it is refreshed in the background
+   * while requests keep using what is held; a failed refresh keeps it and waits before trying again.
+   * Only the first fetch is waited for: if it fails, this request answers 502 and the next one retries.
+   */
   private async providerKeys(): Promise<ProviderKeys> {
     const current = this.keys;
-    if (current !== undefined && this.now() - current.fetchedAt < METADATA_MAX_AGE_MS) return current;
-    this.loading ??= this.loadKeys(current).finally(() => {
-      this.loading = undefined;
-    });
-    try {
-      return await this.loading;
-    } catch (error) {
-      if (current !== undefined) return current;
-      throw error; // nothing cached: this request answers 502 and the next one tries again
+    if (current === undefined) {
+      this.loading ??= this.loadKeys(undefined).finally(() => {
+        this.loading = undefined;
+      });
+      return this.loading;
     }
+    const stale = this.now() - current.fetchedAt >= this.timings.metadataMaxAgeMs;
+    const backingOff = this.now() - this.refreshFailedAt < this.timings.retryAfterFailureMs;
+    if (stale && !backingOff && this.loading === undefined) {
+      this.loading = this.loadKeys(current)
+        .catch(() => {
+          this.refreshFailedAt = this.now();
+          return current;
+        })
+        .finally(() => {
+          this.loading = undefined;
+        });
+    }
+    return current;
   }
 
   private async loadKeys(previous: ProviderKeys | undefined): Promise<ProviderKeys> {
     const response = await fetch(this.config.openIdConfigUrl, {
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      signal: AbortSignal.timeout(this.timings.fetchTimeoutMs),
       redirect: 'manual',
       headers: { accept: 'application/json' },
     });
@@ -162,7 +200,7 @@ export class Authenticator {
     const issuers =
       this.config.allowedIssuers ??
       (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
-    const getKey = previous?.jwksUri === jwksUri ? previous.getKey : keyResolver(new URL(jwksUri));
+    const getKey = previous?.jwksUri === jwksUri ? previous.getKey : keyResolver(new URL(jwksUri), this.timings, this.now);
     const keys = { issuers, jwksUri, getKey, fetchedAt: this.now() };
     this.keys = keys;
     return keys;
@@ -171,24 +209,35 @@ export class Authenticator {
 
 /**
  * jose's remote key set (cached; refetched on an unknown kid after its cooldown), made to tell
- * "the provider is down" apart from "no such key", and to keep serving keys it already holds.
+ * "the provider is down" apart from "no such key", and to keep verifying with the keys it holds
+ * while the provider is down, without waiting on it again for a while after a failure.
  */
-function keyResolver(jwksUri: URL): JWTVerifyGetKey {
-  const remote = createRemoteJWKSet(jwksUri, { timeoutDuration: FETCH_TIMEOUT_MS });
+function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number): JWTVerifyGetKey {
+  const remote = createRemoteJWKSet(jwksUri, {
+    timeoutDuration: timings.fetchTimeoutMs,
+    cacheMaxAge: timings.jwksMaxAgeMs,
+    cooldownDuration: timings.jwksCooldownMs,
+  });
+  let failedAt = Number.NEGATIVE_INFINITY;
+  const fromHeldKeys: JWTVerifyGetKey = async (header, token) => {
+    const held: JSONWebKeySet | undefined = remote.jwks();
+    if (held !== undefined) {
+      try {
+        return await createLocalJWKSet(held)(header, token);
+      } catch {
+        // not among the keys held: only the provider could tell, and it is down
+      }
+    }
+    throw new IdentityProviderUnavailable('ERR_IDP_JWKS');
+  };
   return async (header, token) => {
+    if (now() - failedAt < timings.retryAfterFailureMs && remote.jwks() !== undefined) return fromHeldKeys(header, token);
     try {
       return await remote(header, token);
     } catch (error) {
       if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) throw error;
-      const held: JSONWebKeySet | undefined = remote.jwks();
-      if (held !== undefined) {
-        try {
-          return await createLocalJWKSet(held)(header, token);
-        } catch {
-          // the key is not among those held: only the provider could tell, and it is down
-        }
-      }
-      throw new IdentityProviderUnavailable('ERR_IDP_JWKS', { cause: error });
+      failedAt = now();
+      return fromHeldKeys(header, token);
     }
   };
 }

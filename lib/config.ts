@@ -2,6 +2,7 @@
  * Settings (DESIGN §5) → one typed, validated Config, read once at start-up.
  * A missing or malformed setting fails start-up with a message naming it.
  */
+import { TableServiceClient } from '@azure/data-tables';
 
 /** Every setting the service reads, in one place (docs, infra and tests derive from it). */
 export const SETTING_NAMES = [
@@ -99,6 +100,15 @@ function isTimeZone(value: string): boolean {
   }
 }
 
+/** The table endpoint a connection string names, or undefined when it is not one (never echoes it). */
+function tableEndpointOf(connectionString: string): URL | undefined {
+  try {
+    return new URL(TableServiceClient.fromConnectionString(connectionString, { allowInsecureConnection: true }).url);
+  } catch {
+    return undefined;
+  }
+}
+
 function list(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
   const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
@@ -168,6 +178,11 @@ export function loadConfig(env: Settings = process.env): Config {
     problems.push('one of TABLES_ENDPOINT (managed identity) or TABLES_CONNECTION_STRING is required');
   }
   const endpoint = url('TABLES_ENDPOINT', endpointRaw, true);
+  if (connectionString !== undefined) {
+    const tables = tableEndpointOf(connectionString);
+    if (tables === undefined) problems.push('TABLES_CONNECTION_STRING is not a storage connection string with a table endpoint');
+    else if (!isSecureOrLoopbackUrl(tables)) problems.push('TABLES_CONNECTION_STRING must use https (http is allowed only for localhost)');
+  }
   const tableName = (name: SettingName, fallback: string): string => {
     const value = get(name) ?? fallback;
     if (!TABLE_NAME.test(value)) problems.push(`${name} must be a table name: a letter, then 2 to 62 letters or digits`);

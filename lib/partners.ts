@@ -26,7 +26,7 @@ export class PartnerDirectory {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Never rejects: every outcome is a value. Answers from cache without I/O when it can. */
+  /** Every outcome is a value; it rejects only on a defect. Answers from cache without I/O when it can. */
   resolve(clientId: string): Promise<PartnerResult> {
     const cached = this.cache.get(clientId);
     if (cached !== undefined && cached.expires > this.now()) return Promise.resolve(cached.result);

@@ -4,7 +4,7 @@
  */
 import Ajv, { type ErrorObject } from 'ajv';
 import { parse as parseContentType } from 'content-type';
-import { visit } from 'jsonc-parser';
+import * as jsonc from 'jsonc-parser';
 import { DETAILS, type ElementError } from './problem';
 
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -30,11 +30,15 @@ type Field = 'loanNumber' | 'requestor' | 'amount';
 const FIELDS: readonly Field[] = ['loanNumber', 'requestor', 'amount'];
 const FIELD_BY_FOLDED_KEY = new Map<string, Field>(FIELDS.map((f) => [f.toLowerCase(), f]));
 
-/** Digits after the decimal point in the shortest representation that round-trips. */
-export function decimalPlaces(value: number): number {
-  const [mantissa, exponent = '0'] = String(Math.abs(value)).toLowerCase().split('e');
-  const fraction = mantissa.split('.')[1]?.length ?? 0;
-  return Math.max(0, fraction - Number(exponent));
+/**
+ * Decimal places of a JSON number as written (`"100.10"` has 1, `"1.5e2"` has 0). A number given as
+ * a JS value is read in its shortest round-trip form. Trailing zeros of the fraction do not count.
+ */
+export function decimalPlaces(value: number | string): number {
+  const match = /^-?\d+(?:\.(\d+))?(?:e([+-]?\d+))?$/i.exec(typeof value === 'number' ? String(value) : value);
+  if (!match) return Number.POSITIVE_INFINITY;
+  const fraction = (match[1] ?? '').replace(/0+$/, '').length;
+  return Math.max(0, fraction - Number(match[2] ?? 0));
 }
 
 /** Accepted loan number forms → the integer, or undefined. */
@@ -55,11 +59,17 @@ ajv.addKeyword({
   validate: (_schema: boolean, data: unknown) => canonicalLoanNumber(data) !== undefined,
   errors: false,
 });
+/** The amount as written in the request text, kept beside the parsed value for the decimals check. */
+const AMOUNT_TEXT = Symbol('amountText');
+type Canonical = Partial<Record<Field, unknown>> & { [AMOUNT_TEXT]?: string };
+
 ajv.addKeyword({
   keyword: 'maxDecimalPlaces',
   type: 'number',
   schemaType: 'number',
-  validate: (max: number, data: number) => Number.isFinite(data) && decimalPlaces(data) <= max,
+  // Checked on the text: JSON.parse has already rounded 1.0000000000000001 to 1.
+  validate: (max: number, data: number, _schema?: unknown, cxt?: { parentData?: Canonical }) =>
+    Number.isFinite(data) && decimalPlaces(cxt?.parentData?.[AMOUNT_TEXT] ?? data) <= max,
   errors: false,
 });
 const validateElement = ajv.compile({
@@ -91,35 +101,85 @@ type ElementResult = { ok: true; request: DrawRequest } | { ok: false; error: El
 /** Rule precedence for shape failures (DESIGN §2.3 rows 1–3). */
 const RULE_OF_FIELD: Record<Field, 1 | 2 | 3> = { loanNumber: 2, requestor: 1, amount: 3 };
 
-/**
- * Keys an element's object names more than once in the JSON text itself (`"amount":1,"amount":2`).
- * JSON.parse keeps the last silently; other parsers keep the first, so such an element is ambiguous.
- */
-function repeatedKeysByElement(text: string): Map<number, string> {
-  const seen = new Map<number, Set<string>>();
-  const repeated = new Map<number, string>();
-  visit(text, {
-    onObjectProperty: (key, _offset, _length, _line, _column, pathSupplier) => {
-      const path = pathSupplier();
-      if (path.length !== 1 || typeof path[0] !== 'number') return; // only a draw request's own keys
-      const index = path[0];
-      const keys = seen.get(index) ?? new Set<string>();
-      seen.set(index, keys);
-      if (keys.has(key) && FIELD_BY_FOLDED_KEY.has(foldKey(key)) && !repeated.has(index)) repeated.set(index, key);
-      keys.add(key);
-    },
-  });
-  return repeated;
+/** What the request text says of each element that JSON.parse cannot tell. */
+interface ElementText {
+  /** A field's key written twice (`"amount":1,"amount":2`): JSON.parse keeps the last silently. */
+  repeatedKey?: string;
+  /** The amount number exactly as written. */
+  amountText?: string;
 }
 
-function checkElement(element: unknown, index: number, repeatedKey: string | undefined): ElementResult {
+// jsonc-parser declares SyntaxKind as a const enum; it also exports it at run time, which is what is read here.
+const Token = (jsonc as unknown as { SyntaxKind: Record<'OpenBraceToken' | 'CloseBraceToken' | 'OpenBracketToken' | 'CloseBracketToken' | 'CommaToken' | 'ColonToken' | 'StringLiteral' | 'NumericLiteral' | 'EOF', number> }).SyntaxKind;
+
+/**
+ * One flat pass over the (already valid) JSON text with a scanner, not a recursive parser, so deep
+ * nesting cannot exhaust the stack. Reads the keys and amount text of each top-level element.
+ */
+function scanElements(text: string): Map<number, ElementText> {
+  const found = new Map<number, ElementText>();
+  const scanner = jsonc.createScanner(text, true);
+  const open: number[] = []; // kinds of the containers we are inside
+  let index = 0;
+  let keys = new Set<string>();
+  let expectKey = false;
+  let valueKey: string | undefined; // the element key whose value comes next
+  const inElement = () => open.length === 2 && open[0] === Token.OpenBracketToken && open[1] === Token.OpenBraceToken;
+  const entry = (): ElementText => {
+    if (!found.has(index)) found.set(index, {});
+    return found.get(index) as ElementText;
+  };
+  for (let kind = scanner.scan(); kind !== Token.EOF; kind = scanner.scan()) {
+    const keyOfValue = valueKey;
+    valueKey = undefined;
+    switch (kind) {
+      case Token.OpenBraceToken:
+      case Token.OpenBracketToken:
+        open.push(kind);
+        if (inElement()) keys = new Set();
+        expectKey = kind === Token.OpenBraceToken;
+        break;
+      case Token.CloseBraceToken:
+      case Token.CloseBracketToken:
+        open.pop();
+        expectKey = false;
+        break;
+      case Token.CommaToken:
+        if (open.length === 1) index += 1;
+        expectKey = open[open.length - 1] === Token.OpenBraceToken;
+        break;
+      case Token.ColonToken:
+        valueKey = keyOfValue;
+        break;
+      case Token.StringLiteral:
+        if (expectKey && inElement()) {
+          const key = scanner.getTokenValue();
+          if (keys.has(key) && FIELD_BY_FOLDED_KEY.has(foldKey(key))) entry().repeatedKey ??= key;
+          keys.add(key);
+          valueKey = key;
+        }
+        expectKey = false;
+        break;
+      case Token.NumericLiteral:
+        if (keyOfValue !== undefined && FIELD_BY_FOLDED_KEY.get(foldKey(keyOfValue)) === 'amount') entry().amountText = scanner.getTokenValue();
+        break;
+      default:
+        expectKey = false;
+    }
+  }
+  return found;
+}
+
+function checkElement(element: unknown, index: number, text: ElementText = {}): ElementResult {
   const at = (key?: string) => (key === undefined ? `/${index}` : `/${index}/${escapePointer(key)}`);
   if (!isPlainObject(element)) {
     return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.notObject } };
   }
   // Map keys to canonical names into a prototype-less object: `__proto__` and friends never reach a prototype.
-  const canonical: Partial<Record<Field, unknown>> = Object.create(null);
+  const canonical: Canonical = Object.create(null);
+  canonical[AMOUNT_TEXT] = text.amountText;
   const sentKey: Partial<Record<Field, string>> = Object.create(null);
+  const { repeatedKey } = text;
   let ambiguous: { field: Field; key: string } | undefined =
     repeatedKey === undefined ? undefined : { field: FIELD_BY_FOLDED_KEY.get(foldKey(repeatedKey)) as Field, key: repeatedKey };
   for (const key of Object.keys(element)) {
@@ -183,7 +243,8 @@ function requestError(detail: string): BodyResult {
 export function isJsonContentType(header: string | null | undefined): boolean {
   if (!header) return false;
   try {
-    const { type, parameters } = parseContentType(header);
+    // An empty parameter list (`application/json;`) is allowed by RFC 9110; the parser is strict about it.
+    const { type, parameters } = parseContentType(header.replace(/[\s;]+$/, ''));
     const charset = parameters.charset?.toLowerCase();
     return type === 'application/json' && (charset === undefined || charset === 'utf-8' || charset === 'utf8');
   } catch {
@@ -209,11 +270,11 @@ export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyR
   if (!Array.isArray(parsed)) return requestError(DETAILS.notArray);
   if (parsed.length < 1 || parsed.length > maxBatchSize) return requestError(DETAILS.batchSize(maxBatchSize));
 
-  const repeated = repeatedKeysByElement(text);
+  const elementTexts = scanElements(text);
   const requests: DrawRequest[] = [];
   const errors: ElementError[] = [];
   parsed.forEach((element, index) => {
-    const result = checkElement(element, index, repeated.get(index));
+    const result = checkElement(element, index, elementTexts.get(index));
     if (result.ok) requests.push(result.request);
     else errors.push(result.error);
   });

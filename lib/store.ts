@@ -3,7 +3,7 @@
  * atomic commit of a batch. Every failure comes back as a value with a stable code.
  */
 import { RestError, TableClient, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
-import type { TokenCredential } from '@azure/core-auth';
+import type { TokenCredential } from '@azure/identity';
 import { setMaxListeners } from 'node:events';
 import { MAX_BATCH_SIZE_LIMIT, type TablesConfig } from './config';
 import type { Loan } from './drawRules';
@@ -13,14 +13,15 @@ export type StorageFailureCode =
   | 'ERR_STORAGE_TIMEOUT' // no answer within the time bound
   | 'ERR_STORAGE_TABLE_MISSING' // the table does not exist: a deployment problem
   | 'ERR_STORAGE_REJECTED' // the service answered an error status (5xx, throttling, 403 …)
-  | 'ERR_STORAGE_CREDENTIAL'; // managed identity token could not be obtained
+  | 'ERR_STORAGE_CREDENTIAL' // managed identity token could not be obtained
+  | 'ERR_STORAGE_FAILED'; // any other error raised by the storage client (its name is kept)
 
 export interface StorageFailure {
   readonly code: StorageFailureCode;
   readonly operation: string;
   /** HTTP status from storage, when it answered. */
   readonly status?: number;
-  /** The storage error code (e.g. ServerBusy), never its message. */
+  /** The storage error code (e.g. ServerBusy) or the error's name, never its message. */
   readonly storageCode?: string;
 }
 
@@ -80,13 +81,17 @@ export function drawDay(now: Date, timeZone: string): string {
   return `${part('year')}-${part('month')}-${part('day')}`;
 }
 
-function isLocalDevelopmentConnection(connectionString: string): boolean {
-  return /(^|;)\s*(UseDevelopmentStorage=true|DefaultEndpointsProtocol=http)\s*(;|$)|TableEndpoint=http:/i.test(connectionString);
+/** The service's error code (ResourceNotFound, EntityAlreadyExists …): in the body's details, or on the error for transactions. */
+function storageErrorCode(error: RestError): string | undefined {
+  return (error.details as { errorCode?: string } | undefined)?.errorCode ?? error.code;
 }
+
+/** Errors that mean a bug in this code rather than a failing dependency. */
+const DEFECTS = [TypeError, RangeError, ReferenceError, SyntaxError];
 
 function classify(error: unknown, operation: string): StorageFailure {
   if (error instanceof RestError) {
-    const storageCode = (error.details as { errorCode?: string } | undefined)?.errorCode ?? error.code;
+    const storageCode = storageErrorCode(error);
     if (error.statusCode === undefined) {
       const timedOut = error.code === 'REQUEST_SEND_ERROR' && /timed? ?out/i.test(error.message);
       return { code: timedOut ? 'ERR_STORAGE_TIMEOUT' : 'ERR_STORAGE_UNREACHABLE', operation, storageCode: error.code };
@@ -94,14 +99,16 @@ function classify(error: unknown, operation: string): StorageFailure {
     if (storageCode === 'TableNotFound') return { code: 'ERR_STORAGE_TABLE_MISSING', operation, status: error.statusCode, storageCode };
     return { code: 'ERR_STORAGE_REJECTED', operation, status: error.statusCode, storageCode };
   }
-  const name = (error as { name?: string } | null)?.name;
+  if (DEFECTS.some((type) => error instanceof type)) throw error; // a defect, answered 500
+  const name = (error as { name?: string } | null)?.name ?? 'Error';
   if (name === 'AbortError' || name === 'TimeoutError') return { code: 'ERR_STORAGE_TIMEOUT', operation };
-  if (name === 'CredentialUnavailableError' || name === 'AuthenticationError') return { code: 'ERR_STORAGE_CREDENTIAL', operation };
-  throw error; // not a storage failure: a defect, answered 500
+  // DefaultAzureCredential raises AggregateAuthenticationError, CredentialUnavailableError, AuthenticationError.
+  if (/Credential|Authentication/.test(name)) return { code: 'ERR_STORAGE_CREDENTIAL', operation, storageCode: name };
+  return { code: 'ERR_STORAGE_FAILED', operation, storageCode: name };
 }
 
 function isNotFound(error: unknown): boolean {
-  return error instanceof RestError && error.statusCode === 404 && (error.details as { errorCode?: string } | undefined)?.errorCode === 'ResourceNotFound';
+  return error instanceof RestError && error.statusCode === 404 && storageErrorCode(error) === 'ResourceNotFound';
 }
 
 function asString(value: unknown): string | undefined {
@@ -130,8 +137,8 @@ export class TableStore {
     const once = { retryOptions: { maxRetries: 0 } };
     const client = (table: string, options: object): TableClient => {
       if (config.connectionString !== undefined) {
-        const allowInsecureConnection = isLocalDevelopmentConnection(config.connectionString);
-        return TableClient.fromConnectionString(config.connectionString, table, { ...options, allowInsecureConnection });
+        // The settings allow a plain-http endpoint only on this machine (Azurite).
+        return TableClient.fromConnectionString(config.connectionString, table, { ...options, allowInsecureConnection: true });
       }
       if (credential === undefined) throw new Error('TableStore needs a credential when TABLES_ENDPOINT is used');
       return new TableClient(config.endpoint as string, table, credential, options);
@@ -191,7 +198,7 @@ export class TableStore {
       await this.drawsCommit.submitTransaction(actions, options);
       return { ok: true };
     } catch (error) {
-      if (error instanceof RestError && error.statusCode === 409) {
+      if (error instanceof RestError && error.statusCode === 409 && storageErrorCode(error) === 'EntityAlreadyExists') {
         const index = /^(\d+):/.exec(error.message)?.[1];
         if (index !== undefined && Number(index) < rows.length) return { ok: false, conflictIndex: rows[Number(index)].batchIndex };
       }

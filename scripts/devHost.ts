@@ -59,7 +59,7 @@ function headersOf(req: IncomingMessage): Record<string, string> {
 /** Serves `handler` at POST /DrawRequest on 127.0.0.1:`port` (0 = any free port). */
 export async function serveHandler(handler: HttpHandler, port: number, log: Log): Promise<Server> {
   const server = createServer((req, res) => {
-    void respond(handler, req, res, log);
+    void respond(handler, req, res, `http://127.0.0.1:${(server.address() as { port: number }).port}`, log);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -68,9 +68,10 @@ export async function serveHandler(handler: HttpHandler, port: number, log: Log)
   return server;
 }
 
-async function respond(handler: HttpHandler, req: IncomingMessage, res: ServerResponse, log: Log): Promise<void> {
+async function respond(handler: HttpHandler, req: IncomingMessage, res: ServerResponse, base: string, log: Log): Promise<void> {
   try {
-    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
+    // The listening address, not the Host header, is the base: a malformed Host must not break the request.
+    const url = new URL(req.url ?? '/', base);
     if (url.pathname.toLowerCase() !== ROUTE) {
       res.writeHead(404).end();
       return;
@@ -103,6 +104,8 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
     for (const s of stops.reverse()) await s().catch(() => undefined);
   };
   try {
+    const port = Number(settings.PORT?.trim() || 7071);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError([`PORT must be a port number from 0 to 65535 (got "${settings.PORT}")`]);
     const embeddedStorage = !isSet(settings, 'TABLES_CONNECTION_STRING') && !isSet(settings, 'TABLES_ENDPOINT');
     if (embeddedStorage) {
       const azurite = await startAzurite();
@@ -125,7 +128,7 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
     if (embeddedStorage) await seedDemo(settings.TABLES_CONNECTION_STRING as string, config.tables);
     const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
     const handler = createDrawRequestHandler(createDependencies(config, { credential }));
-    const server = await serveHandler(handler, Number(settings.PORT?.trim() || 7071), log);
+    const server = await serveHandler(handler, port, log);
     stops.push(
       () =>
         new Promise<void>((resolve) => {
@@ -133,8 +136,8 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
           server.closeAllConnections(); // keep-alive clients must not hold the shutdown open
         }),
     );
-    const { port } = server.address() as { port: number };
-    return { url: `http://127.0.0.1:${port}/DrawRequest`, tokenUrl, embeddedStorage, stop };
+    const listening = (server.address() as { port: number }).port;
+    return { url: `http://127.0.0.1:${listening}/DrawRequest`, tokenUrl, embeddedStorage, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -59,7 +59,7 @@ describe('loadConfig: valid settings', () => {
 
   test('AUTH_OPENID_CONFIG_URL alone works without a tenant', () => {
     const url = 'https://idp.example.com/.well-known/openid-configuration';
-    const config = loadConfig({ AUTH_OPENID_CONFIG_URL: url, AUTH_AUDIENCE: 'x', TABLES_CONNECTION_STRING: 'c' });
+    const config = loadConfig({ AUTH_OPENID_CONFIG_URL: url, AUTH_AUDIENCE: 'x', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' });
     expect(config.auth.openIdConfigUrl).toBe(url);
     expect(config.auth.tenantId).toBeUndefined();
   });
@@ -270,5 +270,26 @@ describe('loadConfig: each malformed or missing setting fails start-up naming it
   test('the problem quotes the rejected value for numbers and time zones', () => {
     expect(configError(withEnv({ MAX_BATCH_SIZE: '101' })).problems[0]).toContain('"101"');
     expect(configError(withEnv({ DRAW_DAY_TIMEZONE: 'Mars/Base' })).problems[0]).toContain('"Mars/Base"');
+  });
+});
+
+describe('loadConfig: TABLES_CONNECTION_STRING is checked without being echoed', () => {
+  test.each([
+    ['garbage-secret-value', 'TABLES_CONNECTION_STRING is not a storage connection string with a table endpoint'],
+    ['AccountName=acct;AccountKey=c2VjcmV0LWtleQ==', 'TABLES_CONNECTION_STRING is not a storage connection string with a table endpoint'],
+    ['DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=c2VjcmV0LWtleQ==;EndpointSuffix=core.windows.net', 'TABLES_CONNECTION_STRING must use https (http is allowed only for localhost)'],
+  ])('%p', (connectionString, problem) => {
+    const error = configError(withEnv({ TABLES_CONNECTION_STRING: connectionString }));
+    expect(error.problems).toEqual([problem]);
+    expect(error.message).not.toContain('secret');
+    expect(error.message).not.toContain('c2VjcmV0LWtleQ');
+  });
+
+  test.each([
+    'UseDevelopmentStorage=true',
+    'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=c2VjcmV0LWtleQ==;EndpointSuffix=core.windows.net',
+    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=c2VjcmV0LWtleQ==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;',
+  ])('%p is accepted', (connectionString) => {
+    expect(loadConfig(withEnv({ TABLES_CONNECTION_STRING: connectionString })).tables.connectionString).toBe(connectionString);
   });
 });

@@ -580,7 +580,8 @@ describe('isJsonContentType', () => {
     ['application/json; charset=utf-16', false],
     ['', false],
     ['garbage', false],
-    ['application/json;;;', false],
+    ['application/json;', true], // an empty parameter list is allowed (RFC 9110)
+    ['application/json; ;', true],
     [null, false],
     [undefined, false],
   ])('%p → %p', (header, expectedResult) => {
@@ -650,5 +651,49 @@ describe('readDrawRequests', () => {
   test('the maxBatchSize is passed through to parsing', async () => {
     const { source } = fakeRequest({ 'Content-Type': 'application/json' }, JSON.stringify([VALID, VALID, VALID]));
     expect(await readDrawRequests(source, 2)).toStrictEqual(requestLevel(DETAILS.batchSize(2)));
+  });
+});
+
+describe('what only the request text shows', () => {
+  const one = (amountText: string) => Buffer.from(`[{"loanNumber":1,"requestor":"r","amount":${amountText}}]`);
+
+  test.each([
+    ['1.0000000000000001', false], // JSON.parse rounds it to 1
+    ['0.99999999999999999', false], // ... and this one to 1 as well
+    ['100.10', true],
+    ['1.000', true], // trailing zeros are not decimal places
+    ['1.5e2', true],
+    ['1.0005e1', false], // 10.005
+    ['12345e-2', true],
+    ['12345e-3', false],
+  ])('amount written %s → accepted %p', (text, accepted) => {
+    const result = parseDrawRequests(one(text), 100);
+    if (accepted) {
+      expect(result.ok).toBe(true);
+    } else {
+      expect(result).toEqual({ ok: false, batchSize: 1, errors: [{ index: 0, loanNumber: 1, code: 'InvalidAmount', pointer: '/0/amount', detail: DETAILS.amountFormat }] });
+    }
+  });
+
+  test('decimalPlaces reads written text', () => {
+    expect(decimalPlaces('100.10')).toBe(1);
+    expect(decimalPlaces('1.0000000000000001')).toBe(16);
+    expect(decimalPlaces('1e-2')).toBe(2);
+    expect(decimalPlaces('not a number')).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  test('an amount key inside a nested object is not the element amount', () => {
+    const result = parseDrawRequests(Buffer.from('[{"loanNumber":1,"requestor":"r","amount":5,"meta":{"amount":1.001,"amount":2}}]'), 100);
+    expect(result.ok).toBe(true);
+  });
+
+  test('deep nesting is a 400-class answer, not a stack overflow', () => {
+    const deepArray = parseDrawRequests(Buffer.from('['.repeat(20_000) + ']'.repeat(20_000)), 100);
+    expect(deepArray).toEqual({ ok: false, batchSize: 1, errors: [{ index: 0, code: 'InvalidRequest', pointer: '/0', detail: DETAILS.notObject }] });
+    const deepInside = parseDrawRequests(
+      Buffer.from(`[{"loanNumber":1,"requestor":"r","amount":5,"x":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}]`),
+      100,
+    );
+    expect(deepInside.ok).toBe(true);
   });
 });
