@@ -91,6 +91,40 @@ describe('accepted tokens', () => {
   test('idtyp may be absent (the optional claim is not configured)', async () => {
     await accepted(await h.token({ idtyp: undefined }));
   });
+
+  test('a tab after the scheme', async () => {
+    const loan = await h.loan();
+    expect((await h.post([draw(loan)], { token: null, headers: { authorization: `Bearer\t${await h.token()}` } })).status).toBe(204);
+  });
+});
+
+describe('settings that change what is accepted', () => {
+  async function withHarness(settings: Record<string, string>, run: (x: Harness) => Promise<void>): Promise<void> {
+    const x = await Harness.start(settings);
+    try {
+      await run(x);
+    } finally {
+      await x.stop();
+    }
+  }
+
+  test('AUTH_PARTNER_CLAIM names the claim that identifies the client', () =>
+    withHarness({ AUTH_PARTNER_CLAIM: 'oid' }, async (x) => {
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ oid: CLIENT, azp: 'someone-else' }) })).status).toBe(204);
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ oid: undefined }) })).status).toBe(401);
+    }));
+
+  test('AUTH_ALLOWED_ISSUERS replaces the issuers from metadata', () =>
+    withHarness({ AUTH_ALLOWED_ISSUERS: 'https://issuer-a.example/, https://issuer-b.example/' }, async (x) => {
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ iss: 'https://issuer-b.example/' }) })).status).toBe(204);
+      expect((await x.post([draw(await x.loan())], { token: await x.token() })).status).toBe(401); // the metadata issuer
+    }));
+
+  test('without a tenant, the v1 issuer of some tenant is not accepted and tid is not required', () =>
+    withHarness({}, async (x) => {
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ iss: `https://sts.windows.net/${TENANT}/` }) })).status).toBe(401);
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ tid: undefined }) })).status).toBe(204);
+    }));
 });
 
 describe('401 refusals, nothing written, reason logged but not returned', () => {
@@ -110,6 +144,9 @@ describe('401 refusals, nothing written, reason logged but not returned', () => 
   test('required role missing', async () => refusedWith(`Bearer ${await h.token({ roles: ['Other.Role'] })}`, 'ERR_AUTH_ROLE'));
   test('no roles claim at all', async () => refusedWith(`Bearer ${await h.token({ roles: undefined })}`, 'ERR_AUTH_ROLE'));
   test('no client claim', async () => refusedWith(`Bearer ${await h.token({ azp: undefined, appid: undefined })}`, 'ERR_AUTH_NO_CLIENT'));
+  // Refused before any lookup: such a value cannot be a Partners key (a lookup would say UNKNOWN_CLIENT).
+  test('a client id that cannot be a table key', async () => refusedWith(`Bearer ${await h.token({ azp: 'bad/client' })}`, 'ERR_AUTH_NO_CLIENT (claim azp)'));
+  test('two Authorization values joined', async () => refusedWith(`Bearer ${await h.token()}, Bearer ${await h.token()}`, 'ERR_AUTH_MALFORMED'));
   test('a client that is not a registered partner', async () => refusedWith(`Bearer ${await h.token({ azp: 'stranger-app' })}`, 'ERR_AUTH_UNKNOWN_CLIENT'));
   test('an inactive partner', async () => refusedWith(`Bearer ${await h.token({ azp: 'inactive-app' })}`, 'ERR_AUTH_INACTIVE_CLIENT'));
   test('a Partners row without PartnerId fails closed', async () => refusedWith(`Bearer ${await h.token({ azp: 'unnamed-app' })}`, 'ERR_AUTH_PARTNER_UNNAMED'));
@@ -208,6 +245,8 @@ describe('identity provider failures are 502, never 401', () => {
       server = createServer((req, res) => {
         if (req.url === '/good/.well-known/openid-configuration') {
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/good`, jwks_uri: `${base}/jwks` }));
+        } else if (req.url === '/insecure/.well-known/openid-configuration') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/insecure`, jwks_uri: 'http://keys.example.com/jwks' }));
         } else if (req.url === '/deadkeys/.well-known/openid-configuration') {
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/deadkeys`, jwks_uri: 'http://127.0.0.1:9/jwks' }));
         } else if (req.url === '/jwks') {
@@ -239,6 +278,12 @@ describe('identity provider failures are 502, never 401', () => {
     test('metadata answering 404', () =>
       withMetadata(`${base}/missing/.well-known/openid-configuration`, async (x) => {
         expect502(await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/missing`) }));
+      }));
+
+    test('metadata naming a key set over plain http to another host (never fetched)', () =>
+      withMetadata(`${base}/insecure/.well-known/openid-configuration`, async (x) => {
+        expect502(await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/insecure`) }));
+        expect(x.logs.join('\n')).toContain('identity provider (ERR_IDP_METADATA)');
       }));
 
     test('JWKS unreachable', () =>

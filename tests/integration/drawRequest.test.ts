@@ -79,6 +79,12 @@ describe('accepted batches', () => {
     expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')).toBe(false);
   });
 
+  test('deeply nested JSON is answered as a shape error (400), not a crash', async () => {
+    const reply = await h.post('['.repeat(20_000) + ']'.repeat(20_000));
+    expectProblem400(reply);
+    expect(reply.body.errors).toEqual([{ index: 0, error: 'Invalid Request', code: 'InvalidRequest', pointer: '/0', detail: 'a draw request must be a JSON object' }]);
+  });
+
   test('content type with a charset parameter is accepted', async () => {
     const loan = await h.loan();
     expect((await h.post([draw(loan)], { headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(204);
@@ -94,6 +100,7 @@ describe('request-level Invalid Request (nothing recorded)', () => {
     ['an empty array', '[]', {}, 'the request body must be an array of 1 to 100 draw requests'],
     ['101 elements', JSON.stringify(Array.from({ length: 101 }, () => draw(1))), {}, 'the request body must be an array of 1 to 100 draw requests'],
     ['more than 256 KiB', `[${' '.repeat(256 * 1024)}]`, {}, 'the request body must be at most 262144 bytes'],
+    ['a charset other than UTF-8', '[]', { 'content-type': 'application/json; charset=iso-8859-1' }, 'Content-Type must be application/json'],
   ];
   test.each(cases)('%s', async (_name, body, headers, detail) => {
     const before = (await h.draws()).length;

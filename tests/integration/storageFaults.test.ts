@@ -4,6 +4,7 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BatchState, StoreResult } from '../../lib/store';
@@ -126,7 +127,74 @@ describe('a table that does not exist is a deployment fault (502), not an unknow
     h.rebuild();
     const loan = await h.loan();
     h.rebuild({}, { ...h.settings, [setting]: 'NoSuchTable' });
+    const mark = h.logs.length;
     expect502(await h.post([draw(loan)]));
-    expect(h.logs.join('\n')).toMatch(/ERR_STORAGE_TABLE_MISSING status 404 TableNotFound/);
+    expect(h.logs.slice(mark).join('\n')).toMatch(/ERR_STORAGE_TABLE_MISSING status 404 TableNotFound/);
+  });
+});
+
+describe('a commit that storage never answers', () => {
+  let h: Harness;
+  let proxy: HttpServer;
+  const stalled: ServerResponse[] = [];
+
+  beforeAll(async () => {
+    h = await Harness.start();
+    // Forwards everything to Azurite except entity-group transactions, which it holds unanswered.
+    proxy = createHttpServer((req, res) => {
+      if (req.url?.includes('$batch')) {
+        stalled.push(res);
+        req.resume();
+        return;
+      }
+      const upstream = httpRequest({ host: '127.0.0.1', port: h.azurite.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    for (const res of stalled) res.destroy();
+    proxy.closeAllConnections();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    await h.stop();
+  });
+
+  test('answers 502 within the commit bound, and nothing is written', async () => {
+    const loans = [await h.loan(), await h.loan()];
+    const port = (proxy.address() as { port: number }).port;
+    const settings = { ...h.settings, TABLES_CONNECTION_STRING: h.azurite.connectionString.replace(`:${h.azurite.port}/`, `:${port}/`) };
+    h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, settings);
+    const [reply, ms] = await timed(() => h.post(loans.map((l) => draw(l))));
+    expect502(reply);
+    expect(ms).toBeLessThan(2_500);
+    expect(stalled.length).toBe(1); // the reads went through; the transaction reached storage and hung
+    expect(h.logs.join('\n')).toMatch(/table storage commitDraws ERR_STORAGE_TIMEOUT/);
+    expect(await h.drawsFor(...loans)).toHaveLength(0);
+  });
+});
+
+describe('managed identity that cannot get a token', () => {
+  test('is a dependency failure (502), for the partner lookup as for everything else', async () => {
+    // A fake only for a fault a real part cannot produce here: no managed identity endpoint on this machine.
+    const credential = {
+      getToken: async () => {
+        const error = new Error('ManagedIdentityCredential: no identity endpoint');
+        error.name = 'AggregateAuthenticationError';
+        throw error;
+      },
+    };
+    const h = await Harness.start();
+    try {
+      const settings = { ...h.settings, TABLES_CONNECTION_STRING: undefined, TABLES_ENDPOINT: 'https://127.0.0.1:1/devstoreaccount1' };
+      h.rebuild({ credential }, settings);
+      expect502(await h.post([draw(1)]));
+      expect(h.logs.join('\n')).toContain('table storage readPartner ERR_STORAGE_CREDENTIAL AggregateAuthenticationError');
+      expect502(await h.post('not json'));
+    } finally {
+      await h.stop();
+    }
   });
 });

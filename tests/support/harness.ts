@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig, type Config, type Settings } from '../../lib/config';
 import { createDependencies, createDrawRequestHandler, type DrawRequestDeps } from '../../functions/drawRequest';
 import type { StoreTimeouts } from '../../lib/store';
+import type { ProviderTimings } from '../../lib/auth';
+import type { TokenCredential } from '@azure/identity';
 import { startAzurite, type Azurite } from '../../scripts/azurite';
 import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../scripts/demoData';
 import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
@@ -42,6 +44,9 @@ export interface HarnessOptions {
   readonly location?: string;
   /** The handler's clock (business day, caches); real time by default. */
   readonly now?: () => Date;
+  readonly providerTimings?: ProviderTimings;
+  /** For TABLES_ENDPOINT settings. */
+  readonly credential?: TokenCredential;
 }
 
 let loanCounter = 100_000 + Math.floor(Math.random() * 1_000_000) * 10;
@@ -93,7 +98,7 @@ export class Harness {
   /** A fresh handler instance (new caches), as a new Functions instance would have. */
   rebuild(options: HarnessOptions = {}, settings: Settings = this.settings): void {
     this.config = loadConfig(settings);
-    this.deps = createDependencies(this.config, { timeouts: options.timeouts, now: options.now });
+    this.deps = createDependencies(this.config, options);
     this.handler = createDrawRequestHandler(this.deps);
   }
 
