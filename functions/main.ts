@@ -5,9 +5,12 @@
 import { app } from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { loadConfig } from '../lib/config';
+import { noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from './drawRequest';
 
 const config = loadConfig(process.env);
+// Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
+const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
 // Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is used.
 const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
 
@@ -15,5 +18,5 @@ app.http('DrawRequest', {
   route: 'DrawRequest',
   methods: ['POST'],
   authLevel: 'anonymous', // the bearer token is the only gate
-  handler: createDrawRequestHandler(createDependencies(config, { credential })),
+  handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })),
 });

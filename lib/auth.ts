@@ -6,6 +6,7 @@
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
+  customFetch,
   jwtVerify,
   errors as joseErrors,
   type JSONWebKeySet,
@@ -13,6 +14,10 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
+import { tracedFetch } from './telemetry';
+
+/** Calls to the identity provider, recorded as dependencies. */
+const providerFetch = tracedFetch('identity-provider');
 
 export const MAX_TOKEN_BYTES = 8 * 1024;
 
@@ -186,7 +191,7 @@ export class Authenticator {
   }
 
   private async loadKeys(previous: ProviderKeys | undefined): Promise<ProviderKeys> {
-    const response = await fetch(this.config.openIdConfigUrl, {
+    const response = await providerFetch(this.config.openIdConfigUrl, {
       signal: AbortSignal.timeout(this.timings.fetchTimeoutMs),
       redirect: 'manual',
       headers: { accept: 'application/json' },
@@ -217,6 +222,7 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number):
     timeoutDuration: timings.fetchTimeoutMs,
     cacheMaxAge: timings.jwksMaxAgeMs,
     cooldownDuration: timings.jwksCooldownMs,
+    [customFetch]: providerFetch,
   });
   let failedAt = Number.NEGATIVE_INFINITY;
   const fromHeldKeys: JWTVerifyGetKey = async (header, token) => {

@@ -23,6 +23,7 @@ export const SETTING_NAMES = [
   'DRAW_DAY_TIMEZONE',
   'MAX_BATCH_SIZE',
   'APPLICATIONINSIGHTS_CONNECTION_STRING',
+  'TELEMETRY_SAMPLING_PERCENTAGE',
 ] as const;
 
 export type SettingName = (typeof SETTING_NAMES)[number];
@@ -54,7 +55,11 @@ export interface Config {
   readonly tables: TablesConfig;
   readonly drawDayTimeZone: string;
   readonly maxBatchSize: number;
-  readonly appInsightsConnectionString?: string;
+  readonly telemetry?: {
+    readonly connectionString: string;
+    /** Share of dependency traces kept (0–1); events and traces are always kept. */
+    readonly samplingRatio: number;
+  };
 }
 
 export const MAX_BATCH_SIZE_LIMIT = 100; // one entity-group transaction holds at most 100 rows
@@ -197,6 +202,13 @@ export function loadConfig(env: Settings = process.env): Config {
   if (!isTimeZone(drawDayTimeZone)) problems.push(`DRAW_DAY_TIMEZONE must be an IANA time zone such as UTC or America/New_York (got "${drawDayTimeZone}")`);
   const maxBatchSize = integer('MAX_BATCH_SIZE', MAX_BATCH_SIZE_LIMIT, 1, MAX_BATCH_SIZE_LIMIT);
 
+  // --- telemetry ---
+  const appInsights = get('APPLICATIONINSIGHTS_CONNECTION_STRING');
+  if (appInsights !== undefined && !/(^|;)\s*(InstrumentationKey|IngestionEndpoint)=/i.test(appInsights)) {
+    problems.push('APPLICATIONINSIGHTS_CONNECTION_STRING must be an Application Insights connection string (InstrumentationKey=…;IngestionEndpoint=…)');
+  }
+  const samplingPercentage = integer('TELEMETRY_SAMPLING_PERCENTAGE', 100, 0, 100);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     auth: {
@@ -212,6 +224,6 @@ export function loadConfig(env: Settings = process.env): Config {
     tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable },
     drawDayTimeZone,
     maxBatchSize,
-    appInsightsConnectionString: get('APPLICATIONINSIGHTS_CONNECTION_STRING'),
+    telemetry: appInsights === undefined ? undefined : { connectionString: appInsights, samplingRatio: samplingPercentage / 100 },
   };
 }

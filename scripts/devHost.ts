@@ -4,13 +4,14 @@
  * embeds Azurite (seeded with demo rows) and a local OpenID provider; every setting given in the
  * environment replaces its embedded default.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { format } from 'node:util';
 import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { ConfigError, loadConfig, type Settings } from '../lib/config';
 import { MAX_BODY_BYTES } from '../lib/requestBody';
+import { noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
 import { startAzurite } from './azurite';
 import { DEMO_LOANS, DEMO_PARTNERS, seedDemo } from './demoData';
@@ -46,6 +47,12 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES + 1)));
     req.on('error', reject);
   });
+}
+
+function traceParentOf(req: IncomingMessage): string {
+  const incoming = req.headers.traceparent;
+  if (typeof incoming === 'string' && /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(incoming)) return incoming;
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
 }
 
 function headersOf(req: IncomingMessage): Record<string, string> {
@@ -85,6 +92,8 @@ async function respond(handler: HttpHandler, req: IncomingMessage, res: ServerRe
     const context = new InvocationContext({
       invocationId: randomUUID(),
       functionName: 'DrawRequest',
+      // As the Functions host does: continue the caller's W3C trace, or start one.
+      traceContext: { traceParent: traceParentOf(req) },
       logHandler: (level: LogLevel, ...args: unknown[]) => log(`[${level}] ${format(...args)}`),
     });
     const response = await handler(request, context);
@@ -127,7 +136,9 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
     const config = loadConfig(settings);
     if (embeddedStorage) await seedDemo(settings.TABLES_CONNECTION_STRING as string, config.tables);
     const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
-    const handler = createDrawRequestHandler(createDependencies(config, { credential }));
+    const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
+    stops.push(() => telemetry.flush());
+    const handler = createDrawRequestHandler(createDependencies(config, { credential, telemetry }));
     const server = await serveHandler(handler, port, log);
     stops.push(
       () =>

@@ -204,7 +204,7 @@ describe('draw rules 4–8 against storage', () => {
     const reply = await h.post([draw(loan, 1)]);
     expectProblem400(reply);
     expect(reply.body.errors[0].code).toBe('InvalidAmount');
-    expect(h.logs.some((l) => l.includes(`loan ${loan} has no numeric AvailableCredit`))).toBe(true);
+    expect(h.logs.some((l) => l.includes(`Data quality: LoanWithoutCredit loanNumber=${loan}`))).toBe(true);
   });
 
   test('AvailableCredit stored as Int32 or Int64 counts as credit', async () => {

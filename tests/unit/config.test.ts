@@ -49,7 +49,7 @@ describe('loadConfig: valid settings', () => {
       },
       drawDayTimeZone: 'UTC',
       maxBatchSize: 100,
-      appInsightsConnectionString: undefined,
+      telemetry: undefined,
     });
   });
 
@@ -109,6 +109,7 @@ describe('loadConfig: valid settings', () => {
         DRAW_DAY_TIMEZONE: 'America/New_York',
         MAX_BATCH_SIZE: '1',
         APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000',
+        TELEMETRY_SAMPLING_PERCENTAGE: '25',
       }),
     );
     expect(config.auth.requiredRole).toBe('Draws.Submit');
@@ -125,7 +126,7 @@ describe('loadConfig: valid settings', () => {
     });
     expect(config.drawDayTimeZone).toBe('America/New_York');
     expect(config.maxBatchSize).toBe(1);
-    expect(config.appInsightsConnectionString).toBe('InstrumentationKey=00000000-0000-0000-0000-000000000000');
+    expect(config.telemetry).toEqual({ connectionString: 'InstrumentationKey=00000000-0000-0000-0000-000000000000', samplingRatio: 0.25 });
   });
 
   test.each([

@@ -1,0 +1,106 @@
+/**
+ * How one invocation ended: the response the caller gets, and what on-call gets (a log line and
+ * the telemetry record). One place, so every answer is explained the same way.
+ */
+import type { HttpResponseInit, InvocationContext } from '@azure/functions';
+import type { AuthFailure, UnauthorizedCode } from './auth';
+import { accepted, badRequest, dependencyFailed, internalError, unauthorized, type ElementError } from './problem';
+import type { StorageFailure } from './store';
+import type { BatchRecord, DataQualityIssue, Outcome, Telemetry } from './telemetry';
+
+type Phase = 'auth' | 'read' | 'commit';
+
+export class InvocationOutcome {
+  private readonly started = performance.now();
+  private readonly durations: { auth?: number; read?: number; commit?: number } = {};
+  clientId?: string;
+  partnerId?: string;
+  batchSize?: number;
+
+  constructor(
+    private readonly context: InvocationContext,
+    private readonly telemetry: Telemetry,
+  ) {}
+
+  get requestId(): string {
+    return this.context.invocationId;
+  }
+
+  /** Awaits `work`, adding its duration to the phase. */
+  async timed<T>(phase: Phase, work: Promise<T>): Promise<T> {
+    const start = performance.now();
+    try {
+      return await work;
+    } finally {
+      this.durations[phase] = (this.durations[phase] ?? 0) + (performance.now() - start);
+    }
+  }
+
+  refused(failure: AuthFailure): HttpResponseInit {
+    if (failure.kind === 'dependency') {
+      this.context.error(`DrawRequest dependency failed: identity provider (${failure.code})`);
+      this.finish('DependencyFailed', failure.code, 'identity-provider');
+      return dependencyFailed(this.requestId);
+    }
+    const claim = failure.claim ? ` (claim ${failure.claim})` : '';
+    const client = this.clientId === undefined ? '' : ` client ${this.clientId}`;
+    this.context.warn(`DrawRequest unauthorized: ${failure.code}${claim}${client}`);
+    this.finish('Unauthorized', failure.code, failure.claim);
+    return unauthorized(this.requestId, failure.tokenSent);
+  }
+
+  /** The token was good but its client is not an active partner. */
+  refusedClient(code: UnauthorizedCode): HttpResponseInit {
+    if (code === 'ERR_AUTH_PARTNER_UNNAMED') this.dataQuality('PartnerWithoutId', { clientId: this.clientId ?? '' });
+    return this.refused({ kind: 'unauthorized', code, tokenSent: true });
+  }
+
+  storageFailed(failure: StorageFailure): HttpResponseInit {
+    const status = failure.status === undefined ? '' : ` status ${failure.status}`;
+    const code = failure.storageCode === undefined ? '' : ` ${failure.storageCode}`;
+    this.context.error(`DrawRequest dependency failed: table storage ${failure.operation} ${failure.code}${status}${code}`);
+    this.finish('DependencyFailed', failure.code, `${failure.operation}${status}${code}`);
+    return dependencyFailed(this.requestId);
+  }
+
+  rejected(errors: readonly ElementError[]): HttpResponseInit {
+    // Everything needed to explain the 400 to the partner; requestor values and tokens are not included.
+    const lines = errors.map((e) => `index ${e.index ?? '-'} loan ${e.loanNumber ?? '-'} ${e.code} ${e.pointer ?? '-'}: ${e.detail}`);
+    this.context.log(`DrawRequest rejected for partner ${this.partnerId}: ${lines.join('; ')}`);
+    this.finish('Rejected', undefined, undefined, errors);
+    return badRequest(this.requestId, errors, this.batchSize);
+  }
+
+  accepted(day: string): HttpResponseInit {
+    this.context.log(`DrawRequest accepted: ${this.batchSize} draw(s) for partner ${this.partnerId} on ${day}`);
+    this.finish('Accepted');
+    return accepted(this.requestId);
+  }
+
+  /** A defect: its type and stack go to the log, never to the caller. */
+  failed(error: unknown): HttpResponseInit {
+    this.context.error(`DrawRequest failed: ${(error as Error)?.stack ?? String(error)}`);
+    this.finish('Failed', (error as Error)?.name ?? 'Error');
+    return internalError(this.requestId);
+  }
+
+  dataQuality(issue: DataQualityIssue, properties: Record<string, string>): void {
+    this.context.warn(`Data quality: ${issue} ${Object.entries(properties).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    this.telemetry.dataQuality(issue, { requestId: this.requestId, ...properties });
+  }
+
+  private finish(outcome: Outcome, reason?: string, reasonDetail?: string, errors: readonly ElementError[] = []): void {
+    const record: BatchRecord = {
+      requestId: this.requestId,
+      outcome,
+      clientId: this.clientId,
+      partnerId: this.partnerId,
+      batchSize: this.batchSize,
+      reason,
+      reasonDetail,
+      errors,
+      durations: { ...this.durations, total: performance.now() - this.started },
+    };
+    this.telemetry.batch(record);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Application Insights (applicationinsights v3, on OpenTelemetry) for on-call: one
+ * `DrawRequestBatch` event per invocation, one trace per rejected element, data-quality warnings,
+ * and dependency telemetry for Table Storage and the identity provider, all carrying the
+ * invocation's operation id. Never a token, secret, connection string or request body.
+ */
+import type { InvocationContext } from '@azure/functions';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
+import type { TelemetryClient } from 'applicationinsights';
+import type { ElementError } from './problem';
+
+export type Outcome = 'Accepted' | 'Rejected' | 'Unauthorized' | 'DependencyFailed' | 'Failed';
+
+/** Everything on-call needs to explain one invocation. */
+export interface BatchRecord {
+  readonly requestId: string;
+  readonly outcome: Outcome;
+  readonly clientId?: string;
+  readonly partnerId?: string;
+  readonly batchSize?: number;
+  /** Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …): the reason the caller is not told. */
+  readonly reason?: string;
+  /** The failing claim or storage operation, when there is one. */
+  readonly reasonDetail?: string;
+  readonly errors: readonly ElementError[];
+  /** Milliseconds per phase. */
+  readonly durations: { readonly auth?: number; readonly read?: number; readonly commit?: number; readonly total: number };
+}
+
+export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
+
+export interface Telemetry {
+  /** Runs an invocation inside its trace, so what it records carries the invocation's operation id. */
+  inInvocation<T>(invocation: InvocationContext, work: () => Promise<T>): Promise<T>;
+  batch(record: BatchRecord): void;
+  dataQuality(issue: DataQualityIssue, properties: Record<string, string>): void;
+  flush(): Promise<void>;
+}
+
+export const EVENT_NAME = 'DrawRequestBatch';
+
+/** No connection string: nothing is loaded or sent. */
+export const noTelemetry: Telemetry = {
+  inInvocation: (_invocation, work) => work(),
+  batch: () => undefined,
+  dataQuality: () => undefined,
+  flush: async () => undefined,
+};
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The invocation's W3C trace context (set by the Functions host), as an OpenTelemetry context. */
+function invocationTrace(invocation: InvocationContext) {
+  const match = TRACEPARENT.exec(invocation.traceContext?.traceParent ?? '');
+  if (!match) return undefined;
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId: match[1], spanId: match[2], traceFlags: parseInt(match[3], 16), isRemote: true });
+}
+
+/** Dimensions of the batch event: plain strings; counts and durations as measurements. */
+export function eventOf(record: BatchRecord): { properties: Record<string, string>; measurements: Record<string, number> } {
+  const counts: Record<string, number> = {};
+  for (const e of record.errors) counts[e.code] = (counts[e.code] ?? 0) + 1;
+  const properties: Record<string, string> = { requestId: record.requestId, outcome: record.outcome };
+  if (record.partnerId !== undefined) properties.partnerId = record.partnerId;
+  if (record.clientId !== undefined) properties.clientId = record.clientId;
+  if (record.reason !== undefined) properties.reason = record.reason;
+  if (record.reasonDetail !== undefined) properties.reasonDetail = record.reasonDetail;
+  if (record.errors.length > 0) properties.errorCodes = JSON.stringify(counts);
+  const measurements: Record<string, number> = { totalMs: record.durations.total, rejectedCount: new Set(record.errors.map((e) => e.index)).size };
+  if (record.batchSize !== undefined) measurements.batchSize = record.batchSize;
+  if (record.durations.auth !== undefined) measurements.authMs = record.durations.auth;
+  if (record.durations.read !== undefined) measurements.readMs = record.durations.read;
+  if (record.durations.commit !== undefined) measurements.commitMs = record.durations.commit;
+  return { properties, measurements };
+}
+
+export interface TelemetryOptions {
+  readonly connectionString: string;
+  /** Share of dependency traces kept, 0–1; events and traces are always kept. */
+  readonly samplingRatio: number;
+}
+
+/**
+ * Loads and starts the SDK (about 0.9 s and 80 MB on first load, so only when configured) and returns
+ * the recorder. Call once per instance, before the first invocation, so the first one is captured with
+ * its dependencies.
+ */
+export function startTelemetry(options: TelemetryOptions): Telemetry {
+  // The SDK's own usage reports go to Microsoft, not to this resource: not ours to send.
+  process.env.APPLICATIONINSIGHTS_STATSBEAT_DISABLED ??= 'true';
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { TelemetryClient: Client, KnownSeverityLevel } = require('applicationinsights') as typeof import('applicationinsights');
+  const client: TelemetryClient = new Client(options.connectionString);
+  client.config.samplingPercentage = options.samplingRatio * 100;
+  client.config.enableAutoCollectRequests = false; // the Functions host already records every request
+  client.config.enableAutoCollectPerformance = false; // the host reports performance counters
+  client.config.enableAutoCollectConsole = false;
+  client.config.azureMonitorOpenTelemetryOptions = {
+    tracesPerSecond: 0, // the SDK's default keeps only 5 traces/s; sample by ratio instead
+    enableLiveMetrics: false,
+    instrumentationOptions: {
+      http: { enabled: true },
+      azureSdk: { enabled: true }, // Table Storage operations as dependencies
+      mongoDb: { enabled: false },
+      mySql: { enabled: false },
+      postgreSql: { enabled: false },
+      redis: { enabled: false },
+      redis4: { enabled: false },
+    },
+  };
+  client.initialize();
+
+  return {
+    inInvocation: (invocation, work) => {
+      const parent = invocationTrace(invocation);
+      return parent === undefined ? work() : otelContext.with(parent, work);
+    },
+    batch: (record) => {
+      const { properties, measurements } = eventOf(record);
+      client.trackEvent({ name: EVENT_NAME, properties, measurements });
+      // One trace per rejected element: a partner's complaint about one loan is found by loan number.
+      for (const e of record.errors) {
+        const element: Record<string, string> = { requestId: record.requestId, code: e.code };
+        if (e.index !== undefined) element.index = String(e.index);
+        if (e.loanNumber !== undefined) element.loanNumber = String(e.loanNumber);
+        if (e.pointer !== undefined) element.pointer = e.pointer;
+        if (record.partnerId !== undefined) element.partnerId = record.partnerId;
+        client.trackTrace({ message: `DrawRequest element rejected: ${e.code}: ${e.detail}`, severity: KnownSeverityLevel.Information, properties: element });
+      }
+    },
+    dataQuality: (issue, properties) => {
+      client.trackTrace({ message: `Data quality: ${issue}`, severity: KnownSeverityLevel.Warning, properties: { issue, ...properties } });
+    },
+    flush: () => client.flush(),
+  };
+}
+
+/**
+ * fetch, recorded as an HTTP dependency of the current invocation (an OpenTelemetry client span;
+ * a no-op when telemetry is off). Used for the identity provider's metadata and keys.
+ */
+export function tracedFetch(dependency: string): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const tracer = trace.getTracer('draw-request-service');
+    return tracer.startActiveSpan(
+      `GET ${url.pathname}`,
+      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'GET', 'url.full': url.href, 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)), 'peer.service': dependency } },
+      async (span) => {
+        try {
+          const response = await fetch(input, init);
+          span.setAttribute('http.response.status_code', response.status);
+          if (response.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+          return response;
+        } catch (error) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).name });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  };
+}
