@@ -2,7 +2,7 @@
  * Table Storage (DESIGN §4): point reads of partners, loans and today's draws, and the
  * atomic commit of a batch. Every failure comes back as a value with a stable code.
  */
-import { RestError, TableClient, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
+import { RestError, TableClient, odata, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import type { TokenCredential } from '@azure/identity';
 import { setMaxListeners } from 'node:events';
 import { MAX_BATCH_SIZE_LIMIT, type TablesConfig } from './config';
@@ -105,10 +105,6 @@ function classify(error: unknown, operation: string): StorageFailure {
   // DefaultAzureCredential raises AggregateAuthenticationError, CredentialUnavailableError, AuthenticationError.
   if (/Credential|Authentication/.test(name)) return { code: 'ERR_STORAGE_CREDENTIAL', operation, storageCode: name };
   return { code: 'ERR_STORAGE_FAILED', operation, storageCode: name };
-}
-
-function isNotFound(error: unknown): boolean {
-  return error instanceof RestError && error.statusCode === 404 && storageErrorCode(error) === 'ResourceNotFound';
 }
 
 function asString(value: unknown): string | undefined {
@@ -227,6 +223,11 @@ export class TableStore {
     return { abortSignal, requestOptions: { timeout: this.timeouts.attemptMs } };
   }
 
+  /**
+   * A point query (PartitionKey and RowKey both fixed): one request, like getEntity, but a missing
+   * row is an empty 200 rather than a 404, so the normal "no draw yet today" is not a failed
+   * dependency and an exception in telemetry on every accepted request.
+   */
   private async pointRead(
     client: TableClient,
     partitionKey: string,
@@ -234,12 +235,10 @@ export class TableStore {
     select: string[],
     options: object,
   ): Promise<TableEntityResult<Record<string, unknown>> | undefined> {
-    try {
-      return await client.getEntity<Record<string, unknown>>(partitionKey, rowKey, { ...options, queryOptions: { select } });
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+    const filter = odata`PartitionKey eq ${partitionKey} and RowKey eq ${rowKey}`;
+    const pages = client.listEntities<Record<string, unknown>>({ ...options, queryOptions: { filter, select } }).byPage({ maxPageSize: 1 });
+    const first = await pages.next();
+    return first.done ? undefined : first.value[0];
   }
 
   private async guard<T>(operation: string, work: () => Promise<T>): Promise<StoreResult<T>> {

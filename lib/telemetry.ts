@@ -88,6 +88,8 @@ export interface TelemetryOptions {
 export function startTelemetry(options: TelemetryOptions): Telemetry {
   // The SDK's own usage reports go to Microsoft, not to this resource: not ours to send.
   process.env.APPLICATIONINSIGHTS_STATSBEAT_DISABLED ??= 'true';
+  // cloud_RoleName on-call filters by: the function app's name in Azure.
+  process.env.OTEL_SERVICE_NAME ??= process.env.WEBSITE_SITE_NAME ?? 'draw-request-service';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { TelemetryClient: Client, KnownSeverityLevel } = require('applicationinsights') as typeof import('applicationinsights');
   const client: TelemetryClient = new Client(options.connectionString);

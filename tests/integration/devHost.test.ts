@@ -2,15 +2,14 @@
  * The development host (DESIGN §6) driven from outside over HTTP: with settings pointing at
  * another Azurite and another OpenID provider, and as `npm start` runs it on a fresh machine.
  */
-import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ConfigError } from '../../lib/config';
-import { freePort, startAzurite, type Azurite } from '../../scripts/azurite';
+import { startAzurite, type Azurite } from '../../scripts/azurite';
 import { createTables, putLoan, putPartner, tableClient } from '../../scripts/demoData';
 import { startDevHost, type DevHost } from '../../scripts/devHost';
 import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import { spawnDevHost } from '../support/devHostProcess';
 
 const run = promisify(execFile);
 const AUDIENCE = 'api://external-audience';
@@ -92,30 +91,15 @@ describe('settings from the environment replace the embedded defaults', () => {
 });
 
 describe('`npm start` on a fresh machine: embedded Azurite and provider, the printed curl works', () => {
-  const entry = join(__dirname, '..', '..', 'dist', 'scripts', 'devHost.js');
-
   test('prints demo data and a curl; the curl gets 204, the same again 400 Pending; SIGTERM stops it cleanly', async () => {
-    expect(existsSync(entry)).toBe(true); // `npm test` builds first
-    const port = await freePort();
-    const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const host = await spawnDevHost();
+    let exitCode: number | null = null;
     try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no "listening on" within 20 s:\n${output}`)), 20_000);
-        child.stdout.on('data', () => {
-          if (output.includes('listening on')) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-      });
-      expect(output).toContain(`listening on http://127.0.0.1:${port}/DrawRequest`);
+      const output = host.output();
+      expect(output).toContain(`listening on ${host.url}`);
       expect(output).toContain('loan 1001: partner PARTNER-001');
       const commands = output.split('\n').filter((l) => l.startsWith('TOKEN=') || l.startsWith('curl ')).join('\n');
-      expect(commands).toContain(`http://127.0.0.1:${port}/DrawRequest`);
+      expect(commands).toContain(host.url);
       expect(commands).not.toMatch(/\bjq\b/);
 
       const first = await run('sh', ['-c', commands]);
@@ -125,8 +109,8 @@ describe('`npm start` on a fresh machine: embedded Azurite and provider, the pri
       expect(second.stdout).toMatch(/^HTTP\/1\.1 400 Bad Request/);
       expect(second.stdout).toContain('"error":"Pending Transaction Request"');
     } finally {
-      child.kill('SIGTERM');
+      exitCode = await host.stop();
     }
-    expect(await exited).toBe(0);
+    expect(exitCode).toBe(0);
   });
 });

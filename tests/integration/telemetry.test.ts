@@ -1,0 +1,197 @@
+/**
+ * The telemetry that really leaves the process: the dev host runs with
+ * APPLICATIONINSIGHTS_CONNECTION_STRING pointing at a local HTTPS ingestion endpoint, is driven
+ * through accepted, rejected, unauthorized and dependency-failure requests, and the envelopes
+ * that arrive are checked: names, dimensions, correlation, and that no secret is in them.
+ */
+import { randomBytes } from 'node:crypto';
+import { startAzurite, type Azurite } from '../../scripts/azurite';
+import { createTables, putLoan, putPartner, tableClient } from '../../scripts/demoData';
+import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
+import { ofType, startIngestion, type Envelope, type Ingestion } from '../support/ingestion';
+
+const AUDIENCE = 'api://telemetry-tests';
+const TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests' };
+const REQUESTOR = 'private.person@partner.example';
+
+interface Sent {
+  readonly status: number;
+  readonly requestId: string;
+  readonly traceId: string;
+}
+
+let ingestion: Ingestion;
+let azurite: Azurite;
+let provider: OidcProvider;
+let host: DevHostProcess;
+const tokens: string[] = [];
+const sent: Record<string, Sent> = {};
+
+async function tokenFor(clientId: string, expired = false): Promise<string> {
+  const token = await provider.server.issuer.buildToken({
+    expiresIn: expired ? -3600 : 3600,
+    scopesOrTransform: (_h, p) => Object.assign(p, { aud: AUDIENCE, azp: clientId, idtyp: 'app' }),
+  });
+  tokens.push(token);
+  return token;
+}
+
+async function post(name: string, token: string, body: unknown): Promise<void> {
+  const traceId = randomBytes(16).toString('hex');
+  const response = await fetch(host.url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    body: JSON.stringify(body),
+  });
+  sent[name] = { status: response.status, requestId: response.headers.get('x-request-id') as string, traceId };
+}
+
+beforeAll(async () => {
+  [ingestion, azurite, provider] = await Promise.all([startIngestion(), startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
+  await createTables(azurite.connectionString, TABLES);
+  await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'tele-client', partnerId: 'TELE' });
+  await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'unnamed-client' });
+  const loans = tableClient(azurite.connectionString, TABLES.loansTable);
+  await putLoan(loans, { loanNumber: 501, partnerId: 'TELE', availableCredit: 1000, fundingInvestorId: 'I' });
+  await putLoan(loans, { loanNumber: 502, partnerId: 'TELE', availableCredit: 10, fundingInvestorId: 'I' });
+  await loans.upsertEntity({ partitionKey: '503', rowKey: '', PartnerId: 'TELE', FundingInvestorId: 'I' }, 'Replace');
+
+  host = await spawnDevHost({
+    APPLICATIONINSIGHTS_CONNECTION_STRING: ingestion.connectionString,
+    NODE_EXTRA_CA_CERTS: ingestion.caFile,
+    TABLES_CONNECTION_STRING: azurite.connectionString,
+    AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+    AUTH_AUDIENCE: AUDIENCE,
+  });
+
+  const good = await tokenFor('tele-client');
+  await post('accepted', good, [{ loanNumber: 501, requestor: REQUESTOR, amount: 100 }]);
+  await post('rejected', good, [
+    { loanNumber: 502, requestor: REQUESTOR, amount: 50 }, // above credit
+    { loanNumber: 9999, requestor: REQUESTOR, amount: 5 }, // no such loan
+    { loanNumber: 503, requestor: REQUESTOR, amount: 5 }, // no numeric credit: a data-quality warning too
+  ]);
+  await post('expired', await tokenFor('tele-client', true), [{ loanNumber: 501, requestor: REQUESTOR, amount: 1 }]);
+  await post('unnamed', await tokenFor('unnamed-client'), [{ loanNumber: 501, requestor: REQUESTOR, amount: 1 }]);
+  await azurite.stop(true);
+  await post('storageDown', good, [{ loanNumber: 501, requestor: REQUESTOR, amount: 1 }]);
+
+  expect(await host.stop()).toBe(0); // shutting down flushes what is buffered
+}, 60_000);
+
+afterAll(async () => {
+  await host?.stop();
+  await Promise.allSettled([ingestion?.stop(), azurite?.stop(true), provider?.stop()]);
+});
+
+const events = () => ofType(ingestion.envelopes, 'EventData').filter((e) => e.data.baseData.name === 'DrawRequestBatch');
+const eventFor = (name: string): Envelope => {
+  const found = events().filter((e) => e.data.baseData.properties?.requestId === sent[name].requestId);
+  expect(found).toHaveLength(1);
+  return found[0];
+};
+
+test('the requests got the statuses the scenario needs', () => {
+  expect(Object.fromEntries(Object.entries(sent).map(([k, v]) => [k, v.status]))).toEqual({
+    accepted: 204,
+    rejected: 400,
+    expired: 401,
+    unnamed: 401,
+    storageDown: 502,
+  });
+});
+
+test('one DrawRequestBatch event per invocation, with its dimensions', () => {
+  expect(events()).toHaveLength(5);
+  const accepted = eventFor('accepted').data.baseData;
+  expect(accepted.properties).toEqual({ requestId: sent.accepted.requestId, outcome: 'Accepted', partnerId: 'TELE', clientId: 'tele-client' });
+  expect(accepted.measurements).toEqual(
+    expect.objectContaining({ batchSize: 1, rejectedCount: 0, totalMs: expect.any(Number), authMs: expect.any(Number), readMs: expect.any(Number), commitMs: expect.any(Number) }),
+  );
+
+  const rejected = eventFor('rejected').data.baseData;
+  expect(rejected.properties).toEqual(
+    expect.objectContaining({ outcome: 'Rejected', partnerId: 'TELE', clientId: 'tele-client', errorCodes: JSON.stringify({ InvalidAmount: 2, InvalidLoanNumber: 1 }) }),
+  );
+  expect(rejected.measurements).toEqual(expect.objectContaining({ batchSize: 3, rejectedCount: 3 }));
+  expect(rejected.measurements).not.toHaveProperty('commitMs');
+});
+
+test('the reason for a 401 goes to telemetry (never to the caller)', () => {
+  expect(eventFor('expired').data.baseData.properties).toEqual(expect.objectContaining({ outcome: 'Unauthorized', reason: 'ERR_AUTH_EXPIRED' }));
+  expect(eventFor('unnamed').data.baseData.properties).toEqual(
+    expect.objectContaining({ outcome: 'Unauthorized', reason: 'ERR_AUTH_PARTNER_UNNAMED', clientId: 'unnamed-client' }),
+  );
+});
+
+test('a dependency failure names the dependency and its failure code', () => {
+  expect(eventFor('storageDown').data.baseData.properties).toEqual(
+    expect.objectContaining({ outcome: 'DependencyFailed', reason: 'ERR_STORAGE_UNREACHABLE', reasonDetail: expect.stringMatching(/^readBatchState/), partnerId: 'TELE' }),
+  );
+});
+
+test('one trace per rejected element, findable by loan number', () => {
+  const traces = ofType(ingestion.envelopes, 'MessageData').filter((e) => e.data.baseData.properties?.requestId === sent.rejected.requestId);
+  const elements = traces.filter((t) => String(t.data.baseData.message).startsWith('DrawRequest element rejected'));
+  expect(elements.map((t) => t.data.baseData.properties)).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ index: '0', loanNumber: '502', code: 'InvalidAmount', pointer: '/0/amount', partnerId: 'TELE' }),
+      expect.objectContaining({ index: '1', loanNumber: '9999', code: 'InvalidLoanNumber' }),
+      expect.objectContaining({ index: '2', loanNumber: '503', code: 'InvalidAmount' }),
+    ]),
+  );
+  expect(elements).toHaveLength(3);
+});
+
+test('data-quality warnings: a loan without numeric credit, a Partners row without PartnerId', () => {
+  const warnings = ofType(ingestion.envelopes, 'MessageData').filter((e) => String(e.data.baseData.message).startsWith('Data quality'));
+  expect(warnings.map((w) => w.data.baseData.properties)).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ issue: 'LoanWithoutCredit', loanNumber: '503', requestId: sent.rejected.requestId }),
+      expect.objectContaining({ issue: 'PartnerWithoutId', clientId: 'unnamed-client', requestId: sent.unnamed.requestId }),
+    ]),
+  );
+  for (const w of warnings) expect(w.data.baseData.severityLevel).toBe('Warning');
+});
+
+test('everything an invocation records carries its operation id, dependencies included', () => {
+  const { traceId } = sent.accepted;
+  const correlated = ingestion.envelopes.filter((e) => e.tags['ai.operation.id'] === traceId);
+  const types = new Set(correlated.map((e) => e.data.baseType));
+  expect(types).toEqual(new Set(['EventData', 'RemoteDependencyData']));
+  const dependencies = ofType(correlated, 'RemoteDependencyData').map((d) => d.data.baseData);
+  // Table Storage: the partner, loan and draw reads and the transaction; the identity provider: metadata and keys.
+  expect(dependencies.some((d) => String(d.target).includes(`127.0.0.1:${azurite.port}`))).toBe(true);
+  expect(dependencies.some((d) => String(d.data ?? d.name).includes('/.well-known/openid-configuration'))).toBe(true);
+  expect(dependencies.some((d) => String(d.data ?? d.name).includes('/jwks'))).toBe(true);
+  expect(eventFor('rejected').tags['ai.operation.id']).toBe(sent.rejected.traceId);
+});
+
+test('a normal request records no exception and no failed dependency', () => {
+  const { traceId } = sent.accepted;
+  const correlated = ingestion.envelopes.filter((e) => e.tags['ai.operation.id'] === traceId);
+  expect(ofType(correlated, 'ExceptionData')).toHaveLength(0);
+  expect(ofType(correlated, 'RemoteDependencyData').filter((d) => d.data.baseData.success === false)).toHaveLength(0);
+});
+
+test('telemetry names the service as its cloud role', () => {
+  expect(new Set(ingestion.envelopes.map((e) => e.tags['ai.cloud.role']))).toEqual(new Set(['draw-request-service']));
+});
+
+test('the host records requests: this service sends no request telemetry of its own', () => {
+  expect(ofType(ingestion.envelopes, 'RequestData')).toHaveLength(0);
+});
+
+test('no token, secret, connection string, requestor or request body is sent', () => {
+  const everything = ingestion.rawBodies.join('\n');
+  expect(everything.length).toBeGreaterThan(1000);
+  for (const token of tokens) {
+    expect(everything).not.toContain(token);
+    expect(everything).not.toContain(token.split('.')[2]); // not even the signature
+  }
+  expect(everything).not.toMatch(/Bearer|AccountKey|Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/);
+  expect(everything).not.toContain(REQUESTOR);
+  expect(everything).not.toContain('"requestor"');
+  expect(everything).not.toContain('client_secret');
+});
