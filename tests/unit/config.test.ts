@@ -1,4 +1,6 @@
-import { ConfigError, loadConfig, type Settings } from '../../lib/config';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, SETTING_NAMES, loadConfig, type Settings } from '../../lib/config';
 
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
 const DERIVED_URL = `https://login.microsoftonline.com/${TENANT}/v2.0/.well-known/openid-configuration`;
@@ -292,5 +294,18 @@ describe('loadConfig: TABLES_CONNECTION_STRING is checked without being echoed',
     'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=c2VjcmV0LWtleQ==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;',
   ])('%p is accepted', (connectionString) => {
     expect(loadConfig(withEnv({ TABLES_CONNECTION_STRING: connectionString })).tables.connectionString).toBe(connectionString);
+  });
+});
+
+describe('the settings list is one place', () => {
+  test('local.settings.example.json lists every setting the code reads', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const example = require('../../local.settings.example.json') as { Values: Record<string, string> };
+    expect(Object.keys(example.Values)).toEqual(expect.arrayContaining([...SETTING_NAMES]));
+  });
+
+  test('README documents every setting', () => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+    for (const name of SETTING_NAMES) expect(readme).toContain(`\`${name}\``);
   });
 });
