@@ -103,8 +103,11 @@ const RULE_OF_FIELD: Record<Field, 1 | 2 | 3> = { loanNumber: 2, requestor: 1, a
 
 /** What the request text says of each element that JSON.parse cannot tell. */
 interface ElementText {
-  /** A field's key written twice (`"amount":1,"amount":2`): JSON.parse keeps the last silently. */
-  repeatedKey?: string;
+  /**
+   * The second key naming a field already named in the element (`"amount"` and `"Amount"`, or
+   * `"amount"` twice, which JSON.parse would silently collapse to the last).
+   */
+  ambiguousKey?: string;
   /** The amount number exactly as written. */
   amountText?: string;
 }
@@ -121,22 +124,22 @@ function scanElements(text: string): Map<number, ElementText> {
   const scanner = jsonc.createScanner(text, true);
   const open: number[] = []; // kinds of the containers we are inside
   let index = 0;
-  let keys = new Set<string>();
+  let fields = new Set<Field>();
   let expectKey = false;
-  let valueKey: string | undefined; // the element key whose value comes next
+  let valueField: Field | undefined; // the field whose value comes next
   const inElement = () => open.length === 2 && open[0] === Token.OpenBracketToken && open[1] === Token.OpenBraceToken;
   const entry = (): ElementText => {
     if (!found.has(index)) found.set(index, {});
     return found.get(index) as ElementText;
   };
   for (let kind = scanner.scan(); kind !== Token.EOF; kind = scanner.scan()) {
-    const keyOfValue = valueKey;
-    valueKey = undefined;
+    const fieldOfValue = valueField;
+    valueField = undefined;
     switch (kind) {
       case Token.OpenBraceToken:
       case Token.OpenBracketToken:
         open.push(kind);
-        if (inElement()) keys = new Set();
+        if (inElement()) fields = new Set();
         expectKey = kind === Token.OpenBraceToken;
         break;
       case Token.CloseBraceToken:
@@ -149,19 +152,19 @@ function scanElements(text: string): Map<number, ElementText> {
         expectKey = open[open.length - 1] === Token.OpenBraceToken;
         break;
       case Token.ColonToken:
-        valueKey = keyOfValue;
+        valueField = fieldOfValue;
         break;
       case Token.StringLiteral:
         if (expectKey && inElement()) {
           const key = scanner.getTokenValue();
-          if (keys.has(key) && FIELD_BY_FOLDED_KEY.has(foldKey(key))) entry().repeatedKey ??= key;
-          keys.add(key);
-          valueKey = key;
+          valueField = FIELD_BY_FOLDED_KEY.get(foldKey(key));
+          if (valueField !== undefined && fields.has(valueField)) entry().ambiguousKey ??= key;
+          if (valueField !== undefined) fields.add(valueField);
         }
         expectKey = false;
         break;
       case Token.NumericLiteral:
-        if (keyOfValue !== undefined && FIELD_BY_FOLDED_KEY.get(foldKey(keyOfValue)) === 'amount') entry().amountText = scanner.getTokenValue();
+        if (fieldOfValue === 'amount') entry().amountText = scanner.getTokenValue();
         break;
       default:
         expectKey = false;
@@ -179,25 +182,19 @@ function checkElement(element: unknown, index: number, text: ElementText = {}): 
   const canonical: Canonical = Object.create(null);
   canonical[AMOUNT_TEXT] = text.amountText;
   const sentKey: Partial<Record<Field, string>> = Object.create(null);
-  const { repeatedKey } = text;
-  let ambiguous: { field: Field; key: string } | undefined =
-    repeatedKey === undefined ? undefined : { field: FIELD_BY_FOLDED_KEY.get(foldKey(repeatedKey)) as Field, key: repeatedKey };
   for (const key of Object.keys(element)) {
     const field = FIELD_BY_FOLDED_KEY.get(foldKey(key));
     if (field === undefined) continue; // unknown keys are ignored, never stored
-    if (sentKey[field] !== undefined) {
-      ambiguous ??= { field, key };
-      continue;
-    }
     sentKey[field] = key;
     const value = element[key];
     canonical[field] = field === 'requestor' && typeof value === 'string' ? value.trim() : value;
   }
-  const loanNumber = ambiguous?.field === 'loanNumber' ? undefined : canonicalLoanNumber(canonical.loanNumber);
+  const { ambiguousKey } = text;
+  const ambiguousField = ambiguousKey === undefined ? undefined : FIELD_BY_FOLDED_KEY.get(foldKey(ambiguousKey));
+  const loanNumber = ambiguousField === 'loanNumber' ? undefined : canonicalLoanNumber(canonical.loanNumber);
   const withLoan = loanNumber === undefined ? {} : { loanNumber };
-  if (ambiguous !== undefined) {
-    const { field, key } = ambiguous;
-    return { ok: false, error: { index, ...withLoan, code: 'InvalidRequest', pointer: at(key), detail: DETAILS.ambiguous(field) } };
+  if (ambiguousKey !== undefined && ambiguousField !== undefined) {
+    return { ok: false, error: { index, ...withLoan, code: 'InvalidRequest', pointer: at(ambiguousKey), detail: DETAILS.ambiguous(ambiguousField) } };
   }
 
   if (!validateElement(canonical)) {
