@@ -12,6 +12,7 @@ import {
   type JSONWebKeySet,
   type JWTPayload,
   type JWTVerifyGetKey,
+  type JWTVerifyOptions,
 } from 'jose';
 import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
 import { tracedFetch } from './telemetry';
@@ -83,7 +84,8 @@ class IdentityProviderUnavailable extends Error {
 }
 
 interface ProviderKeys {
-  readonly issuers: readonly string[];
+  /** jwtVerify's options, built once per metadata fetch rather than per request. */
+  readonly verifyOptions: JWTVerifyOptions;
   readonly jwksUri: string;
   readonly getKey: JWTVerifyGetKey;
   readonly fetchedAt: number;
@@ -133,13 +135,7 @@ export class Authenticator {
 
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(token, keys.getKey, {
-        issuer: [...keys.issuers],
-        audience: [...this.config.audiences],
-        algorithms: [...this.config.algorithms],
-        clockTolerance: this.config.clockToleranceSeconds,
-        requiredClaims: ['exp'],
-      }));
+      ({ payload: claims } = await jwtVerify(token, keys.getKey, keys.verifyOptions));
     } catch (error) {
       if (error instanceof IdentityProviderUnavailable) return { ok: false, failure: { kind: 'dependency', code: error.code } };
       const code = (error as { code?: string }).code;
@@ -206,7 +202,14 @@ export class Authenticator {
       this.config.allowedIssuers ??
       (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
     const getKey = previous?.jwksUri === jwksUri ? previous.getKey : keyResolver(new URL(jwksUri), this.timings, this.now);
-    const keys = { issuers, jwksUri, getKey, fetchedAt: this.now() };
+    const verifyOptions: JWTVerifyOptions = {
+      issuer: [...issuers],
+      audience: [...this.config.audiences],
+      algorithms: [...this.config.algorithms],
+      clockTolerance: this.config.clockToleranceSeconds,
+      requiredClaims: ['exp'],
+    };
+    const keys = { verifyOptions, jwksUri, getKey, fetchedAt: this.now() };
     this.keys = keys;
     return keys;
   }

@@ -74,9 +74,17 @@ const MAX_PARALLEL_READS = 2 * MAX_BATCH_SIZE_LIMIT + 1;
 
 export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
 
+/** Formatters by time zone: building one costs far more than using it, and every request needs one. */
+const dayFormats = new Map<string, Intl.DateTimeFormat>();
+
 /** Business date `YYYY-MM-DD` of `now` in the IANA zone that defines "per day". */
 export function drawDay(now: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
+  let format = dayFormats.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dayFormats.set(timeZone, format);
+  }
+  const parts = format.formatToParts(now);
   const part = (type: string) => parts.find((p) => p.type === type)?.value;
   return `${part('year')}-${part('month')}-${part('day')}`;
 }
