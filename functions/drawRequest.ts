@@ -1,6 +1,7 @@
 /**
  * POST /DrawRequest: wires the pieces and maps each outcome to its response. Reads top to
- * bottom in the order of checks of DESIGN §2: authentication, request shape, draw rules, commit.
+ * bottom in the order of checks of DESIGN §2: authentication, request shape, draw rules, commit;
+ * with an Idempotency-Key, a retry of a batch that landed is answered before the draw rules.
  */
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { TokenCredential } from '@azure/identity';
@@ -9,9 +10,10 @@ import type { Config } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
+import { KEY_REUSED, batchHash, judgeRetry, readIdempotencyKey, type KeyedBatch } from '../lib/idempotency';
 import { DETAILS, type ElementError } from '../lib/problem';
 import { readDrawRequests, type DrawRequest } from '../lib/requestBody';
-import { DEFAULT_TIMEOUTS, TableStore, drawDay, type StoreTimeouts } from '../lib/store';
+import { DEFAULT_TIMEOUTS, TableStore, drawDay, type StoreResult, type StoreTimeouts } from '../lib/store';
 import { noTelemetry, type Telemetry } from '../lib/telemetry';
 
 export interface DrawRequestDeps {
@@ -58,41 +60,88 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     const caller = partners.resolve(token.clientId); // from cache, or read alongside step 3's reads
     caller.catch(() => undefined); // a defect there is answered where it is awaited, not as an unhandled rejection
 
-    // 2. Request shape, answered without touching loans or draws.
-    const body = await readDrawRequests(request, config.maxBatchSize);
+    // 2. Request shape (the Idempotency-Key header, then the body), answered without touching loans or draws.
+    const idempotency = readIdempotencyKey(request.headers);
+    const body = idempotency.ok ? await readDrawRequests(request, config.maxBatchSize) : ({ ok: false, errors: [idempotency.error] } as const);
     if (!body.ok) {
       const partner = await outcome.timed('auth', caller);
-        if (!partner.ok) return refusedPartner(outcome, partner);
+      if (!partner.ok) return refusedPartner(outcome, partner);
       outcome.partnerId = partner.partnerId;
       outcome.batchSize = body.batchSize;
       return outcome.rejected(body.errors);
     }
     outcome.batchSize = body.requests.length;
+    outcome.idempotencyKey = idempotency.key;
 
-    // 3. Draw rules, on one parallel round of point reads.
+    // 3. Draw rules, on one parallel round of point reads (and the key's record once the partner is known).
     const day = drawDay(now(), config.drawDayTimeZone);
     const loanNumbers = body.requests.map((r) => String(r.loanNumber));
-    const [partner, state] = await outcome.timed('read', Promise.all([caller, store.readBatchState(day, loanNumbers)]));
+    const [partner, state, keyRecord] = await outcome.timed(
+      'read',
+      Promise.all([caller, store.readBatchState(day, loanNumbers), recordedHash(caller, day, idempotency.key)]),
+    );
     if (!partner.ok) return refusedPartner(outcome, partner);
     outcome.partnerId = partner.partnerId;
     if (!state.ok) return outcome.storageFailed(state.failure);
+    if (!keyRecord.ok) return outcome.storageFailed(keyRecord.failure);
+
+    // A batch that already landed under its key is answered again, not evaluated again.
+    const keyed = idempotency.key === undefined ? undefined : { key: idempotency.key, hash: batchHash(body.requests), partnerId: partner.partnerId };
+    if (keyed !== undefined) {
+      const retry = judgeRetry(keyed, state.value.drawnToday.values(), keyRecord.value);
+      if (retry.kind === 'replay') return outcome.replayed(retry.originalRequestId);
+      if (retry.kind === 'reused') return outcome.rejected([KEY_REUSED]);
+    }
+
     for (const [loanNumber, loan] of state.value.loans) {
       if (loan.availableCredit === undefined) outcome.dataQuality('LoanWithoutCredit', { loanNumber });
     }
     const verdict = applyDrawRules(body.requests, state.value.loans, state.value.drawnToday, partner.partnerId);
     if (!verdict.accepted) return outcome.rejected(verdict.errors);
 
-    // 4. Atomic commit: the store enforces one draw per loan per day.
-    const commit = await outcome.timed(
+    // 4. Atomic commit: the store enforces one draw per loan per day. A key's record is written alongside.
+    const rows = body.requests.map((r) => ({ loanNumber: r.loanNumber, amount: r.amount, requestor: r.requestor, batchIndex: r.index }));
+    const submittedAt = now();
+    const [commit, recorded] = await outcome.timed(
       'commit',
-      store.commitDraws(
-        body.requests.map((r) => ({ loanNumber: r.loanNumber, amount: r.amount, requestor: r.requestor, batchIndex: r.index })),
-        { day, partnerId: partner.partnerId, clientId: token.clientId, requestId: outcome.requestId, submittedAt: now() },
-      ),
+      Promise.all([
+        store.commitDraws(rows, { day, partnerId: partner.partnerId, clientId: token.clientId, requestId: outcome.requestId, submittedAt, retry: keyed }),
+        keyed === undefined ? NOTHING_TO_RECORD : store.recordKey(day, keyed, outcome.requestId),
+      ]),
     );
-    if (!commit.ok && 'conflictIndex' in commit) return outcome.rejected([lostRace(body.requests[commit.conflictIndex])]);
+    if (!commit.ok && 'conflictIndex' in commit) {
+      const lost = lostRace(body.requests[commit.conflictIndex]);
+      return keyed === undefined ? outcome.rejected([lost]) : twinOrLostRace(outcome, keyed, day, loanNumbers, lost);
+    }
     if (!commit.ok) return outcome.storageFailed(commit.failure);
+    if (!recorded.ok) outcome.keyNotRecorded(recorded.failure);
     return outcome.accepted(day);
+  }
+
+  /** The batch hash recorded under the partner's key today; nothing to read without a key or a partner. */
+  async function recordedHash(caller: Promise<PartnerResult>, day: string, key: string | undefined): Promise<StoreResult<string | undefined>> {
+    if (key === undefined) return NOTHING_RECORDED;
+    const partner = await caller;
+    return partner.ok ? store.readKeyRecord(day, partner.partnerId, key) : NOTHING_RECORDED;
+  }
+
+  /**
+   * A keyed batch lost the commit to an existing row. If that row is its own twin (the same batch
+   * and key, sent concurrently), the batch landed: answer as a replay. Otherwise it lost a race.
+   */
+  async function twinOrLostRace(
+    outcome: InvocationOutcome,
+    keyed: KeyedBatch,
+    day: string,
+    loanNumbers: readonly string[],
+    lost: ElementError,
+  ): Promise<HttpResponseInit> {
+    const state = await outcome.timed('read', store.readBatchState(day, loanNumbers));
+    // Without the rows the answer is unknown; a retry with the same key will learn it.
+    if (!state.ok) return outcome.storageFailed(state.failure);
+    const retry = judgeRetry(keyed, state.value.drawnToday.values(), undefined);
+    if (retry.kind === 'replay') return outcome.replayed(retry.originalRequestId);
+    return outcome.rejected([retry.kind === 'reused' ? KEY_REUSED : lost]);
   }
 
   return async function drawRequest(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
@@ -106,6 +155,9 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     });
   };
 }
+
+const NOTHING_RECORDED: StoreResult<undefined> = { ok: true, value: undefined };
+const NOTHING_TO_RECORD: StoreResult<void> = NOTHING_RECORDED;
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */
 function refusedPartner(outcome: InvocationOutcome, partner: Exclude<PartnerResult, { ok: true }>): HttpResponseInit {

@@ -20,6 +20,7 @@ export const SETTING_NAMES = [
   'PARTNERS_TABLE',
   'LOANS_TABLE',
   'DRAWS_TABLE',
+  'IDEMPOTENCY_TABLE',
   'DRAW_DAY_TIMEZONE',
   'MAX_BATCH_SIZE',
   'APPLICATIONINSIGHTS_CONNECTION_STRING',
@@ -48,6 +49,8 @@ export interface TablesConfig {
   readonly partnersTable: string;
   readonly loansTable: string;
   readonly drawsTable: string;
+  /** Idempotency-Key records: which batch each partner's key named, per day. */
+  readonly idempotencyTable: string;
 }
 
 export interface Config {
@@ -196,6 +199,7 @@ export function loadConfig(env: Settings = process.env): Config {
   const partnersTable = tableName('PARTNERS_TABLE', 'Partners');
   const loansTable = tableName('LOANS_TABLE', 'Loans');
   const drawsTable = tableName('DRAWS_TABLE', 'DrawRequests');
+  const idempotencyTable = tableName('IDEMPOTENCY_TABLE', 'IdempotencyKeys');
 
   // --- rules ---
   const drawDayTimeZone = get('DRAW_DAY_TIMEZONE') ?? 'UTC';
@@ -221,7 +225,7 @@ export function loadConfig(env: Settings = process.env): Config {
       clockToleranceSeconds,
       algorithms,
     },
-    tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable },
+    tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable, idempotencyTable },
     drawDayTimeZone,
     maxBatchSize,
     telemetry: appInsights === undefined ? undefined : { connectionString: appInsights, samplingRatio: samplingPercentage / 100 },

@@ -31,12 +31,12 @@ export function creditCents(loan: Loan): number {
 /**
  * Every element gets at most one error, the first rule that applies, in contract order.
  * @param loans      loans by canonical loan number (decimal string); missing = no such loan
- * @param drawnToday loan numbers that already have a draw row for today's business date
+ * @param drawnToday loan numbers that already have a draw row for today's business date (a set, or a map keyed by them)
  */
 export function applyDrawRules(
   requests: readonly DrawRequest[],
   loans: ReadonlyMap<string, Loan>,
-  drawnToday: ReadonlySet<string>,
+  drawnToday: Pick<ReadonlySet<string>, 'has'>,
   partnerId: string,
 ): RulesVerdict {
   const errors: ElementError[] = [];

@@ -16,6 +16,7 @@ export class InvocationOutcome {
   clientId?: string;
   partnerId?: string;
   batchSize?: number;
+  idempotencyKey?: string;
 
   constructor(
     private readonly context: InvocationContext,
@@ -77,6 +78,20 @@ export class InvocationOutcome {
     return accepted(this.requestId);
   }
 
+  /** A retry of a batch that landed earlier under the same Idempotency-Key: nothing was written now. */
+  replayed(originalRequestId: string | undefined): HttpResponseInit {
+    this.context.log(
+      `DrawRequest replayed: Idempotency-Key ${this.idempotencyKey} of partner ${this.partnerId} already landed this batch (request ${originalRequestId ?? 'unknown'})`,
+    );
+    this.finish('Replayed', undefined, originalRequestId);
+    return accepted(this.requestId, true);
+  }
+
+  /** The draws landed but the key's record did not: a key reused for other loans will not be caught. */
+  keyNotRecorded(failure: StorageFailure): void {
+    this.context.warn(`DrawRequest Idempotency-Key ${this.idempotencyKey} not recorded: table storage ${failure.operation} ${failure.code}`);
+  }
+
   /** A defect: its type and stack go to the log, never to the caller. */
   failed(error: unknown): HttpResponseInit {
     this.context.error(`DrawRequest failed: ${(error as Error)?.stack ?? String(error)}`);
@@ -96,6 +111,7 @@ export class InvocationOutcome {
       clientId: this.clientId,
       partnerId: this.partnerId,
       batchSize: this.batchSize,
+      idempotencyKey: this.idempotencyKey,
       reason,
       reasonDetail,
       errors,

@@ -44,6 +44,8 @@ export const DETAILS = {
   amountAboveCredit: "amount must be between 1.00 and the loan's available credit",
   alreadyToday: 'a draw request for this loan was already submitted today',
   duplicateInBatch: 'an earlier draw request in this batch names the same loan',
+  idempotencyKeyForm: 'the Idempotency-Key header must be 1 to 128 visible ASCII characters',
+  idempotencyKeyReused: 'this Idempotency-Key was already used today for a different batch; send a new key with a new batch',
 } as const;
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -111,6 +113,7 @@ export function internalError(requestId: string): HttpResponseInit {
   return problem(500, requestId, GENERIC_DETAILS[500]);
 }
 
-export function accepted(requestId: string): HttpResponseInit {
-  return { status: 204, headers: { 'X-Request-Id': requestId } };
+/** 204; `replay` marks an answer repeated for a retried Idempotency-Key, with nothing written. */
+export function accepted(requestId: string, replay = false): HttpResponseInit {
+  return { status: 204, headers: replay ? { 'X-Request-Id': requestId, 'Idempotent-Replay': 'true' } : { 'X-Request-Id': requestId } };
 }

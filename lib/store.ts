@@ -7,6 +7,7 @@ import type { TokenCredential } from '@azure/identity';
 import { setMaxListeners } from 'node:events';
 import { MAX_BATCH_SIZE_LIMIT, type TablesConfig } from './config';
 import type { Loan } from './drawRules';
+import { keyRecordId, type KeyedBatch, type PriorDraw } from './idempotency';
 
 export type StorageFailureCode =
   | 'ERR_STORAGE_UNREACHABLE' // network error: refused, reset, DNS
@@ -35,8 +36,8 @@ export interface PartnerRecord {
 export interface BatchState {
   /** Loans that exist, by loan number (decimal string). */
   readonly loans: ReadonlyMap<string, Loan>;
-  /** Loan numbers that already have a draw row in today's partition. */
-  readonly drawnToday: ReadonlySet<string>;
+  /** Today's draw rows for the batch's loans, by loan number: who wrote them, under which key. */
+  readonly drawnToday: ReadonlyMap<string, PriorDraw>;
 }
 
 export interface DrawRow {
@@ -52,6 +53,8 @@ export interface CommitContext {
   readonly clientId: string;
   readonly requestId: string;
   readonly submittedAt: Date;
+  /** Recorded on every row when the request carried an Idempotency-Key. */
+  readonly retry?: { readonly key: string; readonly hash: string };
 }
 
 export type CommitResult =
@@ -130,6 +133,7 @@ export class TableStore {
   private readonly loans: TableClient;
   private readonly draws: TableClient;
   private readonly drawsCommit: TableClient;
+  private readonly keys: TableClient;
 
   constructor(
     config: TablesConfig,
@@ -151,6 +155,7 @@ export class TableStore {
     this.loans = client(config.loansTable, retrying);
     this.draws = client(config.drawsTable, retrying);
     this.drawsCommit = client(config.drawsTable, once);
+    this.keys = client(config.idempotencyTable, retrying);
   }
 
   /** Point read of one Partners row; undefined when the client is not registered. */
@@ -171,10 +176,10 @@ export class TableStore {
       const options = this.readOptions();
       const [loanRows, drawRows] = await Promise.all([
         Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', ['PartnerId', 'AvailableCredit', 'FundingInvestorId'], options))),
-        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, ['RowKey'], options))),
+        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'], options))),
       ]);
       const loans = new Map<string, Loan>();
-      const drawnToday = new Set<string>();
+      const drawnToday = new Map<string, PriorDraw>();
       unique.forEach((n, i) => {
         const loan = loanRows[i];
         if (loan !== undefined) {
@@ -184,7 +189,15 @@ export class TableStore {
             fundingInvestorId: asString(loan.FundingInvestorId),
           });
         }
-        if (drawRows[i] !== undefined) drawnToday.add(n);
+        const draw = drawRows[i];
+        if (draw !== undefined) {
+          drawnToday.set(n, {
+            partnerId: asString(draw.PartnerId),
+            idempotencyKey: asString(draw.IdempotencyKey),
+            batchHash: asString(draw.BatchHash),
+            requestId: asString(draw.RequestId),
+          });
+        }
       });
       return { loans, drawnToday };
     });
@@ -210,7 +223,31 @@ export class TableStore {
     }
   }
 
+  /** The batch hash recorded today under this partner's Idempotency-Key, if any. */
+  async readKeyRecord(day: string, partnerId: string, key: string): Promise<StoreResult<string | undefined>> {
+    return this.guard('readKeyRecord', async () => {
+      const row = await this.pointRead(this.keys, day, keyRecordId(partnerId, key), ['BatchHash'], this.readOptions());
+      return row === undefined ? undefined : asString(row.BatchHash);
+    });
+  }
+
+  /**
+   * Records which batch a partner's key named today, alongside the commit. An existing record is
+   * left as it is: the draw rows, written atomically, are what decide a retry.
+   */
+  async recordKey(day: string, batch: KeyedBatch, requestId: string): Promise<StoreResult<void>> {
+    return this.guard('recordKey', async () => {
+      const entity = { partitionKey: day, rowKey: keyRecordId(batch.partnerId, batch.key), PartnerId: batch.partnerId, IdempotencyKey: batch.key, BatchHash: batch.hash, RequestId: requestId };
+      try {
+        await this.keys.createEntity(entity, { abortSignal: AbortSignal.timeout(this.timeouts.commitMs), requestOptions: { timeout: this.timeouts.attemptMs } });
+      } catch (error) {
+        if (!(error instanceof RestError && error.statusCode === 409)) throw error;
+      }
+    });
+  }
+
   private drawEntity(row: DrawRow, context: CommitContext): TableEntity {
+    const retry = context.retry === undefined ? {} : { IdempotencyKey: context.retry.key, BatchHash: context.retry.hash };
     return {
       partitionKey: context.day,
       rowKey: String(row.loanNumber),
@@ -222,6 +259,7 @@ export class TableStore {
       SubmittedAt: { value: context.submittedAt.toISOString(), type: 'DateTime' },
       RequestId: context.requestId,
       BatchIndex: { value: String(row.batchIndex), type: 'Int32' },
+      ...retry,
     };
   }
 

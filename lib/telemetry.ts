@@ -9,7 +9,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, trace }
 import type { TelemetryClient } from 'applicationinsights';
 import type { ElementError } from './problem';
 
-export type Outcome = 'Accepted' | 'Rejected' | 'Unauthorized' | 'DependencyFailed' | 'Failed';
+export type Outcome = 'Accepted' | 'Replayed' | 'Rejected' | 'Unauthorized' | 'DependencyFailed' | 'Failed';
 
 /** Everything on-call needs to explain one invocation. */
 export interface BatchRecord {
@@ -18,9 +18,11 @@ export interface BatchRecord {
   readonly clientId?: string;
   readonly partnerId?: string;
   readonly batchSize?: number;
+  /** The partner's Idempotency-Key, when sent (a partner-chosen identifier, not a secret). */
+  readonly idempotencyKey?: string;
   /** Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …): the reason the caller is not told. */
   readonly reason?: string;
-  /** The failing claim or storage operation, when there is one. */
+  /** The failing claim or storage operation, or for a replay the request id that landed the batch. */
   readonly reasonDetail?: string;
   readonly errors: readonly ElementError[];
   /** Milliseconds per phase. */
@@ -63,6 +65,7 @@ export function eventOf(record: BatchRecord): { properties: Record<string, strin
   const properties: Record<string, string> = { requestId: record.requestId, outcome: record.outcome };
   if (record.partnerId !== undefined) properties.partnerId = record.partnerId;
   if (record.clientId !== undefined) properties.clientId = record.clientId;
+  if (record.idempotencyKey !== undefined) properties.idempotencyKey = record.idempotencyKey;
   if (record.reason !== undefined) properties.reason = record.reason;
   if (record.reasonDetail !== undefined) properties.reasonDetail = record.reasonDetail;
   if (record.errors.length > 0) properties.errorCodes = JSON.stringify(counts);

@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   }
 
   const [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
-  const tables = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests' };
+  const tables = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
   await createTables(azurite.connectionString, tables);
   await putPartner(tableClient(azurite.connectionString, tables.partnersTable), { clientId: 'bench', partnerId: 'BENCH' });
   const loans = tableClient(azurite.connectionString, tables.loansTable);

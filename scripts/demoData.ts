@@ -36,7 +36,7 @@ const insecure = { allowInsecureConnection: true };
 
 export async function createTables(connectionString: string, tables: TablesConfig): Promise<void> {
   const service = TableServiceClient.fromConnectionString(connectionString, insecure);
-  for (const name of [tables.partnersTable, tables.loansTable, tables.drawsTable]) await service.createTable(name);
+  for (const name of [tables.partnersTable, tables.loansTable, tables.drawsTable, tables.idempotencyTable]) await service.createTable(name);
 }
 
 export function tableClient(connectionString: string, table: string): TableClient {

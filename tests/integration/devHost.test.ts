@@ -13,7 +13,7 @@ import { spawnDevHost } from '../support/devHostProcess';
 
 const run = promisify(execFile);
 const AUDIENCE = 'api://external-audience';
-const TABLES = { partnersTable: 'ExtPartners', loansTable: 'ExtLoans', drawsTable: 'ExtDraws' };
+const TABLES = { partnersTable: 'ExtPartners', loansTable: 'ExtLoans', drawsTable: 'ExtDraws', idempotencyTable: 'ExtKeys' };
 
 describe('settings from the environment replace the embedded defaults', () => {
   let azurite: Azurite;
@@ -35,6 +35,7 @@ describe('settings from the environment replace the embedded defaults', () => {
         PARTNERS_TABLE: TABLES.partnersTable,
         LOANS_TABLE: TABLES.loansTable,
         DRAWS_TABLE: TABLES.drawsTable,
+        IDEMPOTENCY_TABLE: TABLES.idempotencyTable,
       },
       (line) => lines.push(line),
     );

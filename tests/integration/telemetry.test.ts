@@ -12,7 +12,7 @@ import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
 import { ofType, startIngestion, type Envelope, type Ingestion } from '../support/ingestion';
 
 const AUDIENCE = 'api://telemetry-tests';
-const TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests' };
+const TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
 const REQUESTOR = 'private.person@partner.example';
 
 interface Sent {

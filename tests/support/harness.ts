@@ -14,6 +14,8 @@ import type { TokenCredential } from '@azure/identity';
 import { startAzurite, type Azurite } from '../../scripts/azurite';
 import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../scripts/demoData';
 import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import type { BatchRecord, Telemetry } from '../../lib/telemetry';
+import { connectionStringVia } from './storageProxies';
 
 export const AUDIENCE = 'api://draw-request-tests';
 export const TENANT = '11111111-2222-3333-4444-555555555555';
@@ -67,6 +69,11 @@ export function toReply(response: HttpResponseInit): Reply {
 
 export class Harness {
   readonly logs: string[] = [];
+  /**
+   * What the handler gave telemetry, one record per invocation. The SDK's export of these records
+   * is tested end to end in telemetry.test.ts; here they show each answer's recorded reason.
+   */
+  readonly records: BatchRecord[] = [];
   handler!: HttpHandler;
   deps!: DrawRequestDeps;
   config!: Config;
@@ -98,8 +105,24 @@ export class Harness {
   /** A fresh handler instance (new caches), as a new Functions instance would have. */
   rebuild(options: HarnessOptions = {}, settings: Settings = this.settings): void {
     this.config = loadConfig(settings);
-    this.deps = createDependencies(this.config, options);
+    const telemetry: Telemetry = {
+      inInvocation: (_invocation, work) => work(),
+      batch: (record) => void this.records.push(record),
+      dataQuality: () => undefined,
+      flush: async () => undefined,
+    };
+    this.deps = createDependencies(this.config, { telemetry, ...options });
     this.handler = createDrawRequestHandler(this.deps);
+  }
+
+  /** These settings with storage reached through a proxy listening on `port`. */
+  settingsVia(port: number): Settings {
+    return { ...this.settings, TABLES_CONNECTION_STRING: connectionStringVia(this.azurite.connectionString, this.azurite.port, port) };
+  }
+
+  /** The telemetry record of the invocation that answered `reply`. */
+  recordOf(reply: Reply): BatchRecord | undefined {
+    return this.records.find((r) => r.requestId === reply.headers['x-request-id']);
   }
 
   async seedBasics(): Promise<void> {

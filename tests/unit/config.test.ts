@@ -48,6 +48,7 @@ describe('loadConfig: valid settings', () => {
         partnersTable: 'Partners',
         loansTable: 'Loans',
         drawsTable: 'DrawRequests',
+        idempotencyTable: 'IdempotencyKeys',
       },
       drawDayTimeZone: 'UTC',
       maxBatchSize: 100,
@@ -108,6 +109,7 @@ describe('loadConfig: valid settings', () => {
         PARTNERS_TABLE: 'PartnersDev',
         LOANS_TABLE: 'Lns',
         DRAWS_TABLE: 'a'.repeat(63),
+        IDEMPOTENCY_TABLE: 'Keys2',
         DRAW_DAY_TIMEZONE: 'America/New_York',
         MAX_BATCH_SIZE: '1',
         APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000',
@@ -125,6 +127,7 @@ describe('loadConfig: valid settings', () => {
       partnersTable: 'PartnersDev',
       loansTable: 'Lns',
       drawsTable: 'a'.repeat(63),
+      idempotencyTable: 'Keys2',
     });
     expect(config.drawDayTimeZone).toBe('America/New_York');
     expect(config.maxBatchSize).toBe(1);
@@ -229,6 +232,7 @@ describe('loadConfig: each malformed or missing setting fails start-up naming it
     ['LOANS_TABLE 1abc (starts with a digit)', { LOANS_TABLE: '1abc' }, 'LOANS_TABLE'],
     ['DRAWS_TABLE bad-name (hyphen)', { DRAWS_TABLE: 'bad-name' }, 'DRAWS_TABLE'],
     ['DRAWS_TABLE of 64 characters', { DRAWS_TABLE: 'a'.repeat(64) }, 'DRAWS_TABLE'],
+    ['IDEMPOTENCY_TABLE with an underscore', { IDEMPOTENCY_TABLE: 'Idem_Keys' }, 'IDEMPOTENCY_TABLE'],
   ] as [string, Settings, string][])('%s → ConfigError naming %s', (_name, overrides, setting) => {
     const error = configError(withEnv(overrides));
     expect(error.problems).toHaveLength(1);

@@ -1,0 +1,296 @@
+/**
+ * Safe retries with `Idempotency-Key`, against a real Azurite: a retry of a batch that landed is
+ * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
+ */
+import { TableClient } from '@azure/data-tables';
+import { batchHash, keyRecordId } from '../../lib/idempotency';
+import { DETAILS } from '../../lib/problem';
+import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
+import { expectGenericProblem, expectProblem400 } from '../support/problems';
+import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await Harness.start();
+});
+afterAll(() => h.stop());
+
+const keyed = (key: string) => ({ headers: { 'Idempotency-Key': key } });
+let keyCounter = 0;
+const newKey = () => `batch-${process.pid}-${++keyCounter}`;
+
+function expectAccepted(reply: Reply): void {
+  expect(reply.status).toBe(204);
+  expect(reply.text).toBe('');
+  expect(reply.headers['idempotent-replay']).toBeUndefined();
+}
+
+function expectReplay(reply: Reply): void {
+  expect(reply.status).toBe(204);
+  expect(reply.text).toBe('');
+  expect(reply.headers['idempotent-replay']).toBe('true');
+  expect(reply.headers['x-request-id']).toBeTruthy();
+}
+
+/** A request-level Invalid Request (no index) with this detail. */
+function expectRequestError(reply: Reply, detail: string): void {
+  expectProblem400(reply);
+  expect(reply.body.errors).toEqual([{ error: 'Invalid Request', code: 'InvalidRequest', detail }]);
+}
+
+const expectKeyReused = (reply: Reply) => expectRequestError(reply, DETAILS.idempotencyKeyReused);
+
+function keyRecords(): TableClient {
+  return TableClient.fromConnectionString(h.azurite.connectionString, h.config.tables.idempotencyTable, { allowInsecureConnection: true });
+}
+
+describe('a keyed batch', () => {
+  test('is accepted as usual; its rows record the key and the hash of the canonical batch; the key is recorded', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    const reply = await h.post([draw(a, 10), draw(b, 20.5, 'ops@partner.example')], keyed(key));
+    expectAccepted(reply);
+    const hash = batchHash([
+      { loanNumber: a, amount: 10, requestor: 'jane.doe@partner.example' },
+      { loanNumber: b, amount: 20.5, requestor: 'ops@partner.example' },
+    ]);
+    const rows = await h.drawsFor(a, b);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row).toMatchObject({ IdempotencyKey: key, BatchHash: hash, RequestId: reply.headers['x-request-id'] });
+    const record = await keyRecords().getEntity(todayUtc(), keyRecordId(PARTNER, key));
+    expect(record).toMatchObject({ PartnerId: PARTNER, IdempotencyKey: key, BatchHash: hash, RequestId: reply.headers['x-request-id'] });
+  });
+
+  test('rows of an unkeyed batch carry no key or hash', async () => {
+    const loan = await h.loan();
+    expectAccepted(await h.post([draw(loan)]));
+    const [row] = await h.drawsFor(loan);
+    expect(row.IdempotencyKey).toBeUndefined();
+    expect(row.BatchHash).toBeUndefined();
+  });
+});
+
+describe('a retry with the same key and the same batch', () => {
+  test('answers 204 with Idempotent-Replay: true, its own X-Request-Id, and writes nothing', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    const batch = [draw(a, 10), draw(b, 20)];
+    const first = await h.post(batch, keyed(key));
+    expectAccepted(first);
+    const before = await h.drawsFor(a, b);
+
+    const retry = await h.post(batch, keyed(key));
+    expectReplay(retry);
+    expect(retry.headers['x-request-id']).not.toBe(first.headers['x-request-id']);
+    expect(await h.drawsFor(a, b)).toEqual(before); // same rows, same etags: nothing rewritten
+    expect(h.recordOf(retry)).toMatchObject({ outcome: 'Replayed', idempotencyKey: key, reasonDetail: first.headers['x-request-id'] });
+  });
+
+  test('is recognised when spelled differently: key casing, digit-string loan number, 10.0, whitespace, unknown keys', async () => {
+    const loan = await h.loan();
+    const key = newKey();
+    expectAccepted(await h.post([draw(loan, 10)], keyed(key)));
+    const respelled = `[ { "LOANNUMBER": "000${loan}", "Amount": 10.0, "requestor": "  jane.doe@partner.example ", "note": "retry" } ]`;
+    expectReplay(await h.post(respelled, keyed(key)));
+    expect(await h.drawsFor(loan)).toHaveLength(1);
+  });
+
+  test('is replayed even when the loan has since changed (the answer does not depend on today\'s state)', async () => {
+    const loan = await h.loan({ availableCredit: 100 });
+    const key = newKey();
+    expectAccepted(await h.post([draw(loan, 100)], keyed(key)));
+    await h.loan({ loanNumber: loan, availableCredit: 0 }); // the loan-servicing system drew the credit down
+    expectReplay(await h.post([draw(loan, 100)], keyed(key)));
+  });
+
+  test('a retry without the key is a new submission: Pending Transaction Request', async () => {
+    const loan = await h.loan();
+    const key = newKey();
+    expectAccepted(await h.post([draw(loan)], keyed(key)));
+    const reply = await h.post([draw(loan)]);
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([expect.objectContaining({ index: 0, code: 'PendingTransactionRequest' })]);
+  });
+
+  test('a retry under a different key is a new submission: Pending Transaction Request', async () => {
+    const loan = await h.loan();
+    expectAccepted(await h.post([draw(loan)], keyed(newKey())));
+    const reply = await h.post([draw(loan)], keyed(newKey()));
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([expect.objectContaining({ index: 0, code: 'PendingTransactionRequest' })]);
+  });
+
+  test('the next business day, the same key and batch are a new submission', async () => {
+    let clock = new Date('2031-03-10T12:00:00Z');
+    h.rebuild({ now: () => clock });
+    try {
+      const loan = await h.loan();
+      const key = newKey();
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expectReplay(await h.post([draw(loan)], keyed(key)));
+      clock = new Date('2031-03-11T12:00:00Z');
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-03-10', '2031-03-11']);
+    } finally {
+      h.rebuild();
+    }
+  });
+});
+
+describe('a key names one batch', () => {
+  test('the same key with a different batch on overlapping loans is 400 Invalid Request; nothing written', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    expectAccepted(await h.post([draw(a, 10)], keyed(key)));
+    expectKeyReused(await h.post([draw(a, 11), draw(b, 10)], keyed(key)));
+    expect(await h.drawsFor(b)).toHaveLength(0);
+    expect((await h.drawsFor(a))[0].Amount).toBe(10);
+  });
+
+  test('the same key with a batch of other loans is 400 Invalid Request; nothing written', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    expectAccepted(await h.post([draw(a)], keyed(key)));
+    expectKeyReused(await h.post([draw(b)], keyed(key)));
+    expect(await h.drawsFor(b)).toHaveLength(0);
+  });
+
+  test('the same elements in another order are another batch', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    expectAccepted(await h.post([draw(a), draw(b)], keyed(key)));
+    expectKeyReused(await h.post([draw(b), draw(a)], keyed(key)));
+  });
+
+  test('keys belong to a partner: another partner may use the same key', async () => {
+    const mine = await h.loan();
+    const theirs = await h.loan({ partnerId: OTHER_PARTNER });
+    const key = newKey();
+    expectAccepted(await h.post([draw(mine)], keyed(key)));
+    const other = await h.post([draw(theirs)], { token: await h.token({ azp: OTHER_CLIENT, sub: OTHER_CLIENT }), ...keyed(key) });
+    expectAccepted(other);
+  });
+
+  test("another partner sending our batch under our key is not replayed our answer", async () => {
+    const mine = await h.loan();
+    const key = newKey();
+    expectAccepted(await h.post([draw(mine)], keyed(key)));
+    const stranger = await h.post([draw(mine)], { token: await h.token({ azp: OTHER_CLIENT, sub: OTHER_CLIENT }), ...keyed(key) });
+    expect(stranger.status).toBe(400);
+    expect(stranger.body.errors).toEqual([expect.objectContaining({ index: 0, code: 'InvalidAuthorization' })]);
+  });
+
+  test('a batch rejected by the draw rules does not bind its key: the corrected batch is accepted under it', async () => {
+    const loan = await h.loan({ availableCredit: 50 });
+    const key = newKey();
+    const rejected = await h.post([draw(loan, 60)], keyed(key));
+    expect(rejected.body.errors[0].code).toBe('InvalidAmount');
+    expectAccepted(await h.post([draw(loan, 50)], keyed(key)));
+    expect(await h.drawsFor(loan)).toHaveLength(1);
+  });
+});
+
+describe('the Idempotency-Key header', () => {
+  const visible = Array.from({ length: 0x7e - 0x21 + 1 }, (_, i) => String.fromCharCode(0x21 + i)).join('');
+
+  test.each([
+    ['128 characters', 'k'.repeat(128)],
+    ['every visible ASCII character, including / \\ # ?', visible.slice(0, 94)],
+    ['a UUID', '5f0c6a1e-8d1b-4c1e-9f4e-2b7f0e9a3c11'],
+  ])('%s is accepted', async (_name, key) => {
+    const loan = await h.loan();
+    expectAccepted(await h.post([draw(loan)], keyed(key)));
+    expectReplay(await h.post([draw(loan)], keyed(key)));
+  });
+
+  test.each([
+    ['empty', ''],
+    ['129 characters', 'k'.repeat(129)],
+    ['a space inside', 'two words'],
+    ['a tab', 'a\tb'],
+    ['two values joined by a comma and space', 'a, b'],
+  ])('%s is 400 Invalid Request, before the body is read, and nothing is written', async (_name, key) => {
+    const loan = await h.loan();
+    const reply = await h.post([draw(loan)], keyed(key));
+    expectRequestError(reply, DETAILS.idempotencyKeyForm);
+    expect(await h.drawsFor(loan)).toHaveLength(0);
+  });
+
+  test('non-ASCII is 400 Invalid Request', async () => {
+    // Node's HTTP client refuses such a header, but a Functions host may pass one through as Latin-1 text.
+    const loan = await h.loan();
+    expectRequestError(await h.post([draw(loan)], keyed('clé')), DETAILS.idempotencyKeyForm);
+  });
+
+  test('a bad key is still answered after authentication: no token is 401', async () => {
+    const reply = await h.post([draw(1)], { token: null, ...keyed('') });
+    expectGenericProblem(reply, 401);
+  });
+});
+
+describe('concurrent requests with the same key', () => {
+  test('the same batch sent five times at once: all 204, one landing and four replays, one set of rows', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    const batch = [draw(a), draw(b)];
+    const replies = await Promise.all(Array.from({ length: 5 }, () => h.post(batch, keyed(key))));
+    expect(replies.map((r) => r.status)).toEqual([204, 204, 204, 204, 204]);
+    const landed = replies.filter((r) => r.headers['idempotent-replay'] === undefined);
+    expect(landed).toHaveLength(1);
+    const rows = await h.drawsFor(a, b);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row.RequestId).toBe(landed[0].headers['x-request-id']);
+  });
+
+  test('two different batches on the same loan under one key at once: one lands, the other is refused', async () => {
+    const loan = await h.loan();
+    const key = newKey();
+    const replies = await Promise.all([h.post([draw(loan, 10)], keyed(key)), h.post([draw(loan, 20)], keyed(key))]);
+    expect(replies.map((r) => r.status).sort()).toEqual([204, 400]);
+    const refused = replies.find((r) => r.status === 400) as Reply;
+    expectKeyReused(refused);
+    const rows = await h.drawsFor(loan);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].RequestId).toBe(replies.find((r) => r.status === 204)?.headers['x-request-id']);
+  });
+});
+
+describe('the retry the header exists for: a commit that landed but whose answer was lost', () => {
+  let proxy: FaultProxy;
+  beforeAll(async () => {
+    proxy = await startFaultProxy(h.azurite.port);
+  });
+  afterAll(async () => {
+    await proxy.close();
+    h.rebuild();
+  });
+
+  test('the first answer is 502 though the rows landed; the keyed retry is 204 replayed, with one set of rows', async () => {
+    h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, h.settingsVia(proxy.port));
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    proxy.mode = 'loseCommitAnswer';
+    const first = await h.post([draw(a), draw(b)], keyed(key));
+    expectGenericProblem(first, 502);
+    expect(await h.drawsFor(a, b)).toHaveLength(2); // it landed
+
+    proxy.mode = 'pass';
+    expectReplay(await h.post([draw(a), draw(b)], keyed(key)));
+    expect(await h.drawsFor(a, b)).toHaveLength(2);
+    // Without the key, the same retry could only be told its draws were already submitted.
+    const unkeyed = await h.post([draw(a), draw(b)]);
+    expect(unkeyed.body.errors.map((e: { code: string }) => e.code)).toEqual(['PendingTransactionRequest', 'PendingTransactionRequest']);
+  });
+
+  test('a keyed batch that failed with 502 before landing is accepted (not replayed) on retry', async () => {
+    h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, h.settingsVia(proxy.port));
+    const loan = await h.loan();
+    const key = newKey();
+    proxy.mode = 'holdCommit';
+    expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502);
+    expect(await h.drawsFor(loan)).toHaveLength(0);
+    proxy.mode = 'pass';
+    expectAccepted(await h.post([draw(loan)], keyed(key)));
+    expect(await h.drawsFor(loan)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,121 @@
+/**
+ * Proxies in front of a real Azurite for faults it cannot produce on demand: a slow network,
+ * 503 answers, and transactions that hang or land without their answer reaching the service.
+ */
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createConnection, createServer, type Socket } from 'node:net';
+
+export interface Proxy {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** The same storage account reached through a proxy's port. */
+export function connectionStringVia(connectionString: string, storagePort: number, proxyPort: number): string {
+  return connectionString.replace(`:${storagePort}/`, `:${proxyPort}/`);
+}
+
+export interface DelayProxy extends Proxy {
+  /** Milliseconds every chunk waits, each way; 0 forwards at once. */
+  delayMs: number;
+}
+
+/** TCP proxy that delays every chunk in both directions, keeping their order. */
+export async function startDelayProxy(targetPort: number, delayMs = 0): Promise<DelayProxy> {
+  const sockets = new Set<Socket>();
+  const forward = (from: Socket, to: Socket) => {
+    let due = 0; // chunks leave in order even when the delay changes
+    from.on('data', (chunk) => {
+      due = Math.max(Date.now() + proxy.delayMs, due);
+      setTimeout(() => to.destroyed || to.write(chunk), due - Date.now());
+    });
+    from.on('close', () => setTimeout(() => to.destroy(), Math.max(0, due - Date.now())));
+    from.on('error', () => to.destroy());
+  };
+  const server = createServer((client) => {
+    const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    }
+    forward(client, upstream);
+    forward(upstream, client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxy: DelayProxy = {
+    port: (server.address() as { port: number }).port,
+    delayMs,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
+}
+
+/**
+ * - `pass`: forwards everything.
+ * - `busy`: answers every request 503 ServerBusy, as a throttled storage account does.
+ * - `holdCommit`: forwards reads; holds entity-group transactions unanswered.
+ * - `loseCommitAnswer`: forwards transactions to storage (so they land) but never answers them.
+ */
+export type FaultMode = 'pass' | 'busy' | 'holdCommit' | 'loseCommitAnswer';
+
+export interface FaultProxy extends Proxy {
+  mode: FaultMode;
+  /** Requests seen, by kind. */
+  readonly counts: { reads: number; commits: number; other: number };
+}
+
+const BUSY_BODY = JSON.stringify({
+  'odata.error': { code: 'ServerBusy', message: { lang: 'en-US', value: 'The server is busy.' } },
+});
+
+/** HTTP proxy in front of storage whose behaviour a test switches with `mode`. */
+export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
+  const held: ServerResponse[] = [];
+  const send = (req: IncomingMessage, onAnswer: (answer: IncomingMessage) => void) => {
+    const upstream = httpRequest({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers }, onAnswer);
+    upstream.on('error', () => undefined);
+    req.pipe(upstream);
+  };
+  const server = createHttpServer((req, res) => {
+    const commit = req.url?.includes('$batch') ?? false;
+    if (commit) proxy.counts.commits += 1;
+    else if (req.method === 'GET') proxy.counts.reads += 1;
+    else proxy.counts.other += 1;
+
+    if (proxy.mode === 'busy') {
+      req.resume();
+      res.writeHead(503, { 'Content-Type': 'application/json;odata=minimalmetadata', 'x-ms-error-code': 'ServerBusy' });
+      res.end(BUSY_BODY);
+      return;
+    }
+    if (commit && proxy.mode === 'holdCommit') {
+      held.push(res);
+      req.resume();
+      return;
+    }
+    if (commit && proxy.mode === 'loseCommitAnswer') {
+      held.push(res);
+      send(req, (answer) => answer.resume()); // it lands; the service never hears
+      return;
+    }
+    send(req, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxy: FaultProxy = {
+    port: (server.address() as { port: number }).port,
+    mode: 'pass',
+    counts: { reads: 0, commits: 0, other: 0 },
+    close: () => {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
+}
