@@ -194,4 +194,8 @@ describe('accepted (204)', () => {
     expect(response).toStrictEqual({ status: 204, headers: { 'X-Request-Id': RID } });
     expect('body' in response).toBe(false);
   });
+
+  test('a replay adds Idempotent-Replay: true and still has no body', () => {
+    expect(accepted(RID, true)).toStrictEqual({ status: 204, headers: { 'X-Request-Id': RID, 'Idempotent-Replay': 'true' } });
+  });
 });

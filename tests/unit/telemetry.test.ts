@@ -27,6 +27,16 @@ test('absent dimensions are left out, not sent empty', () => {
   });
 });
 
+test('a replay names its key and the request that landed the batch', () => {
+  expect(eventOf({ ...base, outcome: 'Replayed', partnerId: 'P', idempotencyKey: 'k-1', reasonDetail: 'r-0', batchSize: 2 }).properties).toEqual({
+    requestId: 'r-1',
+    outcome: 'Replayed',
+    partnerId: 'P',
+    idempotencyKey: 'k-1',
+    reasonDetail: 'r-0',
+  });
+});
+
 test('without a connection string nothing is recorded and the invocation just runs', async () => {
   await expect(noTelemetry.inInvocation({} as never, async () => 42)).resolves.toBe(42);
   expect(loadConfig({ AUTH_OPENID_CONFIG_URL: 'https://idp.example/', AUTH_AUDIENCE: 'a', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }).telemetry).toBeUndefined();
