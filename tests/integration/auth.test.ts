@@ -1,13 +1,15 @@
 /**
  * Authentication (DESIGN §3) with real RS256 tokens verified against the local provider's
  * metadata and JWKS over HTTP: every refusal is 401 with nothing written and its reason in the
- * logs; an unreachable provider is 502, never 401.
+ * logs and in the invocation's telemetry record; an unreachable provider is 502, never 401.
  */
 import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { SignJWT, exportJWK, generateKeyPair, base64url } from 'jose';
 import { startOidcProvider } from '../../scripts/oidcProvider';
 import { freePort } from '../../scripts/azurite';
 import { putPartner } from '../../scripts/demoData';
+import { DEFAULT_PROVIDER_TIMINGS, MAX_TOKEN_BYTES } from '../../lib/auth';
 import { AUDIENCE, CLIENT, Harness, TENANT, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
 
@@ -24,15 +26,33 @@ function expect401(reply: Reply, tokenSent: boolean): void {
   expect(reply.headers['www-authenticate']).toBe(tokenSent ? 'Bearer error="invalid_token"' : 'Bearer');
 }
 
-/** Posts a valid draw with `authorization` as the raw header value; expects 401 and nothing stored. */
-async function refusedWith(authorization: string | null, reason: string, tokenSent = true): Promise<void> {
+/**
+ * The refusal's telemetry record: outcome Unauthorized, `reason` the stable code and `reasonDetail`
+ * the failing claim, for `reason` written as in the log: `ERR_AUTH_CLAIM (claim aud)` or `ERR_AUTH_EXPIRED`.
+ */
+function expectRefusalRecorded(x: Harness, reply: Reply, reason: string): void {
+  const [, code, claim] = /^(ERR_AUTH_[A-Z_]+)(?: \(claim ([^)]+)\))?$/.exec(reason) ?? [];
+  expect(code).toBeDefined();
+  const record = x.recordOf(reply);
+  expect(record).toMatchObject({ outcome: 'Unauthorized', reason: code, errors: [] });
+  expect(record?.reasonDetail).toBe(claim);
+}
+
+/**
+ * Posts a valid draw with `authorization` as the raw header value; expects 401, nothing stored, and
+ * the reason (`CODE` or `CODE (claim X)`, exactly) in the log and the telemetry record.
+ */
+async function refusedWith(authorization: string | null, reason: string, tokenSent = true): Promise<Reply> {
   const loan = await h.loan();
   const headers: Record<string, string> = authorization === null ? {} : { authorization };
   const before = h.logs.length;
   const reply = await h.post([draw(loan)], { token: null, headers });
   expect401(reply, tokenSent);
   expect(await h.drawsFor(loan)).toHaveLength(0);
-  expect(h.logs.slice(before).join('\n')).toContain(`unauthorized: ${reason}`);
+  const logged = h.logs.slice(before).flatMap((line) => /unauthorized: (.*?)(?: client \S+)?$/.exec(line)?.[1] ?? []);
+  expect(logged).toEqual([reason]);
+  expectRefusalRecorded(h, reply, reason);
+  return reply;
 }
 
 async function accepted(token: string): Promise<void> {
@@ -111,18 +131,24 @@ describe('settings that change what is accepted', () => {
   test('AUTH_PARTNER_CLAIM names the claim that identifies the client', () =>
     withHarness({ AUTH_PARTNER_CLAIM: 'oid' }, async (x) => {
       expect((await x.post([draw(await x.loan())], { token: await x.token({ oid: CLIENT, azp: 'someone-else' }) })).status).toBe(204);
-      expect((await x.post([draw(await x.loan())], { token: await x.token({ oid: undefined }) })).status).toBe(401);
+      const refused = await x.post([draw(await x.loan())], { token: await x.token({ oid: undefined }) });
+      expect401(refused, true);
+      expectRefusalRecorded(x, refused, 'ERR_AUTH_NO_CLIENT (claim oid)');
     }));
 
   test('AUTH_ALLOWED_ISSUERS replaces the issuers from metadata', () =>
     withHarness({ AUTH_ALLOWED_ISSUERS: 'https://issuer-a.example/, https://issuer-b.example/' }, async (x) => {
       expect((await x.post([draw(await x.loan())], { token: await x.token({ iss: 'https://issuer-b.example/' }) })).status).toBe(204);
-      expect((await x.post([draw(await x.loan())], { token: await x.token() })).status).toBe(401); // the metadata issuer
+      const refused = await x.post([draw(await x.loan())], { token: await x.token() }); // the metadata issuer
+      expect401(refused, true);
+      expectRefusalRecorded(x, refused, 'ERR_AUTH_CLAIM (claim iss)');
     }));
 
   test('without a tenant, the v1 issuer of some tenant is not accepted and tid is not required', () =>
     withHarness({}, async (x) => {
-      expect((await x.post([draw(await x.loan())], { token: await x.token({ iss: `https://sts.windows.net/${TENANT}/` }) })).status).toBe(401);
+      const refused = await x.post([draw(await x.loan())], { token: await x.token({ iss: `https://sts.windows.net/${TENANT}/` }) });
+      expect401(refused, true);
+      expectRefusalRecorded(x, refused, 'ERR_AUTH_CLAIM (claim iss)');
       expect((await x.post([draw(await x.loan())], { token: await x.token({ tid: undefined }) })).status).toBe(204);
     }));
 });
@@ -138,19 +164,46 @@ describe('401 refusals, nothing written, reason logged but not returned', () => 
   test('wrong audience', async () => refusedWith(`Bearer ${await h.token({ aud: 'api://someone-else' })}`, 'ERR_AUTH_CLAIM (claim aud)'));
   test('wrong issuer', async () => refusedWith(`Bearer ${await h.token({ iss: 'https://login.example.net/evil/' })}`, 'ERR_AUTH_CLAIM (claim iss)'));
   test("another tenant's tid", async () =>
-    refusedWith(`Bearer ${await h.token({ tid: '99999999-2222-3333-4444-555555555555' })}`, 'ERR_AUTH_TENANT'));
-  test('a delegated (user) token with scp', async () => refusedWith(`Bearer ${await h.token({ scp: 'Draws.Submit' })}`, 'ERR_AUTH_DELEGATED'));
-  test('idtyp user', async () => refusedWith(`Bearer ${await h.token({ idtyp: 'user' })}`, 'ERR_AUTH_NOT_APP'));
-  test('required role missing', async () => refusedWith(`Bearer ${await h.token({ roles: ['Other.Role'] })}`, 'ERR_AUTH_ROLE'));
-  test('no roles claim at all', async () => refusedWith(`Bearer ${await h.token({ roles: undefined })}`, 'ERR_AUTH_ROLE'));
-  test('no client claim', async () => refusedWith(`Bearer ${await h.token({ azp: undefined, appid: undefined })}`, 'ERR_AUTH_NO_CLIENT'));
+    refusedWith(`Bearer ${await h.token({ tid: '99999999-2222-3333-4444-555555555555' })}`, 'ERR_AUTH_TENANT (claim tid)'));
+  test('a delegated (user) token with scp', async () => refusedWith(`Bearer ${await h.token({ scp: 'Draws.Submit' })}`, 'ERR_AUTH_DELEGATED (claim scp)'));
+  test('idtyp user', async () => refusedWith(`Bearer ${await h.token({ idtyp: 'user' })}`, 'ERR_AUTH_NOT_APP (claim idtyp)'));
+  test('required role missing', async () => refusedWith(`Bearer ${await h.token({ roles: ['Other.Role'] })}`, 'ERR_AUTH_ROLE (claim roles)'));
+  test('no roles claim at all', async () => refusedWith(`Bearer ${await h.token({ roles: undefined })}`, 'ERR_AUTH_ROLE (claim roles)'));
+  test('no client claim', async () => refusedWith(`Bearer ${await h.token({ azp: undefined, appid: undefined })}`, 'ERR_AUTH_NO_CLIENT (claim azp)'));
   // Refused before any lookup: such a value cannot be a Partners key (a lookup would say UNKNOWN_CLIENT).
   test('a client id that cannot be a table key', async () => refusedWith(`Bearer ${await h.token({ azp: 'bad/client' })}`, 'ERR_AUTH_NO_CLIENT (claim azp)'));
   test('two Authorization values joined', async () => refusedWith(`Bearer ${await h.token()}, Bearer ${await h.token()}`, 'ERR_AUTH_MALFORMED'));
-  test('a client that is not a registered partner', async () => refusedWith(`Bearer ${await h.token({ azp: 'stranger-app' })}`, 'ERR_AUTH_UNKNOWN_CLIENT'));
-  test('an inactive partner', async () => refusedWith(`Bearer ${await h.token({ azp: 'inactive-app' })}`, 'ERR_AUTH_INACTIVE_CLIENT'));
-  test('a Partners row without PartnerId fails closed', async () => refusedWith(`Bearer ${await h.token({ azp: 'unnamed-app' })}`, 'ERR_AUTH_PARTNER_UNNAMED'));
+  // A verified token of a client that is not an active partner: the record names the client.
+  test.each([
+    ['a client that is not a registered partner', 'stranger-app', 'ERR_AUTH_UNKNOWN_CLIENT'],
+    ['an inactive partner', 'inactive-app', 'ERR_AUTH_INACTIVE_CLIENT'],
+    ['a Partners row without PartnerId fails closed', 'unnamed-app', 'ERR_AUTH_PARTNER_UNNAMED'],
+  ])('%s', async (_name, azp, reason) => {
+    const reply = await refusedWith(`Bearer ${await h.token({ azp })}`, reason);
+    expect(h.recordOf(reply)).toMatchObject({ clientId: azp, partnerId: undefined });
+  });
   test('a token over 8 KiB', async () => refusedWith(`Bearer ${await h.token({ pad: 'x'.repeat(9000) })}`, 'ERR_AUTH_TOKEN_TOO_LARGE'));
+  /** A valid token of exactly `bytes` bytes. */
+  async function tokenOfBytes(bytes: number): Promise<string> {
+    // base64url never has a length of 4k+1, so a header field shifts the total where the payload cannot.
+    const padded = (payloadPad: number, headerPad: number) =>
+      h.provider.server.issuer.buildToken({
+        scopesOrTransform: (header, payload) => {
+          Object.assign(header, { pad: 'z'.repeat(headerPad) });
+          Object.assign(payload, { aud: AUDIENCE, azp: CLIENT, idtyp: 'app', tid: TENANT, roles: ['Draws.Submit'], pad: 'x'.repeat(payloadPad) });
+        },
+      });
+    const estimate = Math.floor(((bytes - Buffer.byteLength(await padded(0, 0))) * 3) / 4) - 4;
+    for (let n = estimate; n < estimate + 8; n += 1) {
+      for (let k = 0; k < 3; k += 1) {
+        const token = await padded(n, k);
+        if (Buffer.byteLength(token) === bytes) return token;
+      }
+    }
+    throw new Error(`no token of ${bytes} bytes`);
+  }
+  test('a token of exactly 8 KiB is accepted', async () => accepted(await tokenOfBytes(MAX_TOKEN_BYTES)));
+  test('a token of 8 KiB and one byte', async () => refusedWith(`Bearer ${await tokenOfBytes(MAX_TOKEN_BYTES + 1)}`, 'ERR_AUTH_TOKEN_TOO_LARGE'));
 
   test('alg none', async () => {
     const header = base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }));
@@ -190,6 +243,7 @@ describe('401 refusals, nothing written, reason logged but not returned', () => 
   test('authentication is checked before the body: an unknown client with a bad body is 401', async () => {
     const reply = await h.post('not json', { token: await h.token({ azp: 'stranger-app' }) });
     expect401(reply, true);
+    expectRefusalRecorded(h, reply, 'ERR_AUTH_UNKNOWN_CLIENT');
   });
 
   test('no log line carries a token', () => {
@@ -302,16 +356,46 @@ describe('identity provider failures are 502, never 401', () => {
         expect((await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`) })).status).toBe(204);
       }));
 
+    /** 20 requests at once, each with a kid the provider never issued: each is 401, recorded, writes nothing. */
+    async function burstOfRandomKids(x: Harness, issuer: string): Promise<void> {
+      const loans = await Promise.all(Array.from({ length: 20 }, () => x.loan()));
+      const tokens = await Promise.all(loans.map(() => tokenFor(issuer, `random-${randomUUID()}`)));
+      const replies = await Promise.all(loans.map((loan, i) => x.post([draw(loan)], { token: tokens[i] })));
+      for (const reply of replies) {
+        expect401(reply, true);
+        expectRefusalRecorded(x, reply, 'ERR_AUTH_UNKNOWN_KEY');
+      }
+      expect(await x.drawsFor(...loans)).toHaveLength(0);
+    }
+
     test('a burst of unknown kids fetches the key set at most once per cooldown', () =>
       withMetadata(`${base}/good/.well-known/openid-configuration`, async (x) => {
         jwksStatus = 200;
         expect((await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`) })).status).toBe(204);
         const hits = jwksHits;
-        const replies = await Promise.all(
-          Array.from({ length: 20 }, async (_, i) => x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`, `random-${i}`) })),
-        );
-        expect(replies.map((r) => r.status)).toEqual(Array(20).fill(401));
-        expect(jwksHits - hits).toBeLessThanOrEqual(1);
+        await burstOfRandomKids(x, `${base}/good`); // within the default 30 s cooldown of that fetch
+        expect(jwksHits - hits).toBe(0);
       }));
+
+    test('once the cooldown has passed, a burst of unknown kids fetches the key set exactly once', async () => {
+      jwksStatus = 200;
+      const cooldownMs = 1_000;
+      const x = await Harness.start(
+        { AUTH_OPENID_CONFIG_URL: `${base}/good/.well-known/openid-configuration` },
+        { providerTimings: { ...DEFAULT_PROVIDER_TIMINGS, jwksCooldownMs: cooldownMs } },
+      );
+      try {
+        const hits = jwksHits;
+        expect((await x.post([draw(await x.loan())], { token: await tokenFor(`${base}/good`) })).status).toBe(204);
+        expect(jwksHits - hits).toBe(1);
+        await new Promise((resolve) => setTimeout(resolve, cooldownMs + 200));
+        await burstOfRandomKids(x, `${base}/good`);
+        expect(jwksHits - hits).toBe(2); // one refetch for all 20, then the cooldown holds
+        await burstOfRandomKids(x, `${base}/good`);
+        expect(jwksHits - hits).toBe(2);
+      } finally {
+        await x.stop();
+      }
+    });
   });
 });
