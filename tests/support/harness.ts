@@ -16,6 +16,7 @@ import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '.
 import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
 import type { BatchRecord, Telemetry } from '../../lib/telemetry';
 import { connectionStringVia } from './storageProxies';
+import { contractViolations } from './contract';
 
 export const AUDIENCE = 'api://draw-request-tests';
 export const TENANT = '11111111-2222-3333-4444-555555555555';
@@ -165,7 +166,10 @@ export class Harness {
       functionName: 'DrawRequest',
       logHandler: (level, ...args) => this.logs.push(`[${level}] ${args.map(String).join(' ')}`),
     });
-    return toReply(await this.handler(request, context));
+    const reply = toReply(await this.handler(request, context));
+    // Every answer any integration test receives must match the partner contract.
+    expect(contractViolations(reply)).toEqual([]);
+    return reply;
   }
 
   /**

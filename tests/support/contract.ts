@@ -1,0 +1,70 @@
+/**
+ * The partner contract as written in docs/openapi.yaml, checked with ajv (JSON Schema 2020-12,
+ * which OpenAPI 3.1 uses): every response the integration tests receive must match it.
+ */
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type OpenApi = any;
+
+export const OPENAPI_PATH = join(__dirname, '..', '..', 'docs', 'openapi.yaml');
+
+let cached: { doc: OpenApi; validators: Map<string, ValidateFunction> } | undefined;
+
+export function openApi(): OpenApi {
+  return load().doc;
+}
+
+function load() {
+  if (cached) return cached;
+  const doc = parse(readFileSync(OPENAPI_PATH, 'utf8'));
+  // OpenAPI keywords that are not JSON Schema (`example`) are allowed, not enforced.
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addSchema({ $id: 'openapi.json', components: doc.components }, 'openapi.json');
+  const validators = new Map<string, ValidateFunction>();
+  const responses = doc.paths['/DrawRequest'].post.responses as Record<string, { content?: Record<string, { schema: { $ref: string } }> }>;
+  for (const [status, response] of Object.entries(responses)) {
+    for (const [type, media] of Object.entries(response.content ?? {})) {
+      validators.set(`${status} ${type}`, ajv.compile({ $ref: `openapi.json${media.schema.$ref}` }));
+    }
+  }
+  cached = { doc, validators };
+  return cached;
+}
+
+export interface ContractReply {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly text: string;
+}
+
+/** Problems with this response against the document; empty when it conforms. */
+export function contractViolations(reply: ContractReply): string[] {
+  const { doc, validators } = load();
+  const response = doc.paths['/DrawRequest'].post.responses[String(reply.status)];
+  if (response === undefined) return [`status ${reply.status} is not documented`];
+  const problems: string[] = [];
+  for (const [name, header] of Object.entries(response.headers ?? {}) as [string, { $ref?: string }][]) {
+    const spec = header.$ref ? doc.components.headers[header.$ref.split('/').pop() as string] : header;
+    const value = reply.headers[name.toLowerCase()];
+    if (spec.required && value === undefined) problems.push(`header ${name} is required`);
+    if (value !== undefined && spec.schema?.const !== undefined && value !== spec.schema.const) problems.push(`header ${name} must be ${spec.schema.const}`);
+    if (value !== undefined && spec.schema?.enum !== undefined && !spec.schema.enum.includes(value)) problems.push(`header ${name} is not one of ${spec.schema.enum}`);
+  }
+  const documented = new Set(Object.keys(response.headers ?? {}).map((n) => n.toLowerCase()));
+  for (const name of ['idempotent-replay', 'www-authenticate']) {
+    if (reply.headers[name] !== undefined && !documented.has(name)) problems.push(`header ${name} is not documented for ${reply.status}`);
+  }
+  if (response.content === undefined) {
+    if (reply.text !== '') problems.push(`status ${reply.status} must have no body`);
+    return problems;
+  }
+  const type = reply.headers['content-type'];
+  const validate = validators.get(`${reply.status} ${type}`);
+  if (validate === undefined) return [...problems, `content type ${type} is not documented for ${reply.status}`];
+  if (!validate(JSON.parse(reply.text))) problems.push(...(validate.errors ?? []).map((e) => `body${e.instancePath} ${e.message}`));
+  return problems;
+}

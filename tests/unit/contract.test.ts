@@ -1,0 +1,98 @@
+/** docs/openapi.yaml, the partners' guide and the README against the code's own catalogue. */
+import type { HttpResponseInit } from '@azure/functions';
+import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readIdempotencyKey } from '../../lib/idempotency';
+import { ERROR_NAMES, accepted, badRequest, dependencyFailed, internalError, unauthorized } from '../../lib/problem';
+import { contractViolations, openApi } from '../support/contract';
+import { toReply } from '../support/harness';
+
+const doc = openApi();
+const schemas = doc.components.schemas;
+const RID = '0f8e2a6c-5b1d-4c3e-9a7f-2d4b6e8f0a1c';
+const read = (file: string) => readFileSync(join(__dirname, '..', '..', file), 'utf8');
+
+describe('the error catalogue cannot drift', () => {
+  test('the document lists exactly the codes of lib/problem.ts', () => {
+    expect([...schemas.ErrorCode.enum].sort()).toEqual(Object.keys(ERROR_NAMES).sort());
+  });
+
+  test('the document pairs each code with its exact error name', () => {
+    const pairs = Object.fromEntries(schemas.ElementError.oneOf.map((s: { properties: { code: { const: string }; error: { const: string } } }) => [s.properties.code.const, s.properties.error.const]));
+    expect(pairs).toEqual(ERROR_NAMES);
+  });
+
+  test.each(['README.md', 'docs/partners.md'])('%s lists every code with its exact name', (file) => {
+    const text = read(file);
+    for (const [code, name] of Object.entries(ERROR_NAMES)) expect(text).toMatch(new RegExp(`\\|\\s*\`${code}\`\\s*\\|\\s*${name}\\s*\\||\\|\\s*${name}\\s*\\|\\s*\`${code}\`\\s*\\|`));
+  });
+});
+
+describe('every response the code can build matches the document', () => {
+  test.each<[string, HttpResponseInit]>([
+    ['204', accepted(RID)],
+    ['204 replay', accepted(RID, true)],
+    ['400 per element', badRequest(RID, [{ index: 0, loanNumber: 7, code: 'InvalidAmount', pointer: '/0/amount', detail: 'd' }], 2)],
+    ['400 request-level', badRequest(RID, [{ code: 'InvalidRequest', detail: 'd' }])],
+    ...Object.keys(ERROR_NAMES).map((code): [string, HttpResponseInit] => [`400 ${code}`, badRequest(RID, [{ index: 3, code: code as keyof typeof ERROR_NAMES, detail: 'd' }], 4)]),
+    ['401 without a token', unauthorized(RID, false)],
+    ['401 with a token', unauthorized(RID, true)],
+    ['500', internalError(RID)],
+    ['502', dependencyFailed(RID)],
+  ])('%s', (_name, response) => {
+    expect(contractViolations(toReply(response))).toEqual([]);
+  });
+});
+
+describe('the validator refuses what partners were not promised', () => {
+  const ok400 = toReply(badRequest(RID, [{ index: 0, code: 'InvalidAmount', detail: 'd' }], 1));
+  test.each([
+    ['an undocumented status', { ...toReply(accepted(RID)), status: 418 }, /418 is not documented/],
+    ['a 204 with a body', { ...toReply(accepted(RID)), text: '{}' }, /no body/],
+    ['no X-Request-Id', { ...toReply(accepted(RID)), headers: {} }, /X-Request-Id is required/],
+    ['Idempotent-Replay other than true', { ...toReply(accepted(RID)), headers: { 'x-request-id': RID, 'idempotent-replay': 'false' } }, /Idempotent-Replay must be true/],
+    ['a wrong error name for a code', { ...ok400, text: ok400.text.replace('Invalid Amount', 'Invalid Loan Number') }, /body\/errors\/0/],
+    ['an unknown code', { ...ok400, text: ok400.text.replace(/"code":"InvalidAmount"/, '"code":"Nope"') }, /body\/errors\/0\/code/],
+    ['a negative index', { ...ok400, text: ok400.text.replace('"index":0', '"index":-1') }, /body\/errors\/0\/index/],
+    ['a 502 that leaks errors', { ...toReply(dependencyFailed(RID)), text: JSON.stringify({ ...JSON.parse(toReply(dependencyFailed(RID)).text), errors: [] }) }, /additional properties/],
+    ['plain JSON instead of problem+json', { ...ok400, headers: { ...ok400.headers, 'content-type': 'application/json' } }, /content type application\/json is not documented/],
+  ])('%s', (_name, reply, message) => {
+    expect(contractViolations(reply).join('\n')).toMatch(message);
+  });
+});
+
+describe('the document agrees with the code on Idempotency-Key', () => {
+  const pattern = new RegExp(doc.components.parameters.IdempotencyKey.schema.pattern);
+  test('a value matches the documented pattern exactly when the service accepts it as a key', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 140 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.string({ minLength: 120, maxLength: 135 })), (value) => {
+        expect(readIdempotencyKey({ get: () => value }).ok).toBe(pattern.test(value));
+      }),
+    );
+  });
+
+  test('the replay header and the key parameter are documented where partners look', () => {
+    const partners = read('docs/partners.md');
+    expect(partners).toContain('Idempotency-Key');
+    expect(partners).toContain('Idempotent-Replay: true');
+    expect(doc.paths['/DrawRequest'].post.responses['204'].headers['Idempotent-Replay']).toBeDefined();
+  });
+});
+
+test('the examples in the document are valid responses', () => {
+  const responses = doc.paths['/DrawRequest'].post.responses;
+  let checked = 0;
+  for (const [status, response] of Object.entries(responses) as [string, { content?: Record<string, { example?: unknown; examples?: Record<string, { value: unknown }> }> }][]) {
+    for (const [type, media] of Object.entries(response.content ?? {})) {
+      const examples = media.examples ? Object.values(media.examples).map((e) => e.value) : [media.example];
+      for (const example of examples) {
+        const headers: Record<string, string> = { 'content-type': type, 'x-request-id': RID };
+        if (status === '401') headers['www-authenticate'] = 'Bearer';
+        expect(contractViolations({ status: Number(status), headers, text: JSON.stringify(example) })).toEqual([]);
+        checked += 1;
+      }
+    }
+  }
+  expect(checked).toBeGreaterThanOrEqual(7);
+});
