@@ -13,12 +13,10 @@
  * `node dist/scripts/soak.js [seconds=60] [concurrency=8]` prints the report and exits non-zero if
  * any property fails (`npm run soak -- 10 4`). tests/integration/soak.test.ts runs it under Jest.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { TableEntityResult } from '@azure/data-tables';
 import { startAzurite, type Azurite } from './azurite';
 import { createTables, putLoan, putPartner, tableClient } from './demoData';
+import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from './devHostProcess';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
 
 export interface SoakOptions {
@@ -112,93 +110,6 @@ function prng(seed: number): () => number {
   };
 }
 
-/** VmRSS of a process in MB, from /proc (Linux); NaN where unreadable. */
-export function rssMb(pid: number): number {
-  try {
-    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-function defaultDevHostEntry(): string {
-  // Compiled: dist/scripts/soak.js sits next to devHost.js. From the sources (ts-jest): ../dist/scripts.
-  const candidates = [join(__dirname, 'devHost.js'), join(__dirname, '..', 'dist', 'scripts', 'devHost.js')];
-  const found = candidates.find((c) => existsSync(c));
-  if (found === undefined) throw new Error(`the built dev host is missing (looked for ${candidates.join(', ')}): run \`npm run build\``);
-  return found;
-}
-
-interface SpawnedHost {
-  readonly url: string;
-  readonly pid: number;
-  errorLines(): number;
-  errorSamples(): readonly string[];
-  stop(): Promise<number | null>;
-}
-
-async function spawnHost(entry: string, env: Record<string, string>): Promise<SpawnedHost> {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [entry], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  child.stdin.end();
-  // Read everything it prints (a full pipe would block it), keep only what the report needs.
-  let head = '';
-  let pending = '';
-  let errorLines = 0;
-  const errorSamples: string[] = [];
-  const onOutput = (chunk: Buffer) => {
-    const text = chunk.toString();
-    if (head.length < 16_384) head += text;
-    pending += text;
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      if (/^\[error\]/.test(line)) {
-        errorLines += 1;
-        if (errorSamples.length < MAX_LISTED) errorSamples.push(line.slice(0, 300));
-      }
-    }
-  };
-  child.stdout.on('data', onOutput);
-  child.stderr.on('data', onOutput);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`dev host: no "listening on" within 30 s:\n${head}`));
-    }, 30_000);
-    const check = () => {
-      const match = /listening on (\S+)/.exec(head);
-      if (match) {
-        clearTimeout(timer);
-        child.stdout.off('data', check);
-        resolve(match[1]);
-      }
-    };
-    child.stdout.on('data', check);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`dev host exited (${code}) before listening:\n${head}`));
-    });
-  });
-  return {
-    url,
-    pid: child.pid as number,
-    errorLines: () => errorLines,
-    errorSamples: () => errorSamples,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
-}
-
 interface Answer {
   readonly status: number;
   readonly requestId?: string;
@@ -234,7 +145,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const seed = options.seed ?? 20240604;
   const warmupMs = options.warmupMs ?? Math.min(5_000, Math.floor(options.durationMs / 6));
   const limitMb = options.rssGrowthLimitMb ?? 150;
-  const entry = options.devHostEntry ?? defaultDevHostEntry();
+  const entry = options.devHostEntry ?? devHostEntry();
 
   const violations: string[] = [];
   const violation = (text: string) => violations.push(text);
@@ -242,7 +153,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
   let azurite: Azurite | undefined;
   let provider: OidcProvider | undefined;
-  let host: SpawnedHost | undefined;
+  let host: DevHostProcess | undefined;
   let devHostExitCode: number | null = null;
   try {
     // Storage and identity of our own, the tables, the partners, and loans of another partner.
@@ -283,8 +194,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       none: null,
     };
 
-    host = await spawnHost(entry, {
-      PORT: '0',
+    host = await spawnDevHost({
       TABLES_CONNECTION_STRING: connection,
       AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
       AUTH_AUDIENCE: AUDIENCE,
@@ -293,7 +203,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       DRAWS_TABLE: TABLES.drawsTable,
       IDEMPOTENCY_TABLE: TABLES.idempotencyTable,
       ...options.devHostEnv,
-    });
+    }, entry);
     const url = host.url;
     log(`dev host pid ${host.pid} listening on ${url}; RSS ${round(rssMb(host.pid))} MB`);
 
