@@ -63,8 +63,17 @@ export type FaultMode = 'pass' | 'busy' | 'holdCommit' | 'loseCommitAnswer';
 
 export interface FaultProxy extends Proxy {
   mode: FaultMode;
+  /**
+   * Holds forwarded answers until this many requests are in flight at once (or 3 s have passed),
+   * then opens for good: calls made in parallel are all seen together; calls in sequence never are.
+   */
+  gate: number;
   /** Requests seen, by kind. */
   readonly counts: { reads: number; commits: number; other: number };
+  /** The most requests in flight at once; reset it to 0 to measure one exchange. */
+  maxInFlight: number;
+  /** Kinds in arrival order, each with how many requests were already answered then. */
+  readonly arrivals: { kind: 'read' | 'commit' | 'other'; answeredBefore: number }[];
 }
 
 const BUSY_BODY = JSON.stringify({
@@ -79,11 +88,19 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     upstream.on('error', () => undefined);
     req.pipe(upstream);
   };
+  let inFlight = 0;
+  let answered = 0;
+  const gated: (() => void)[] = [];
   const server = createHttpServer((req, res) => {
     const commit = req.url?.includes('$batch') ?? false;
-    if (commit) proxy.counts.commits += 1;
-    else if (req.method === 'GET') proxy.counts.reads += 1;
-    else proxy.counts.other += 1;
+    const kind = commit ? 'commit' : req.method === 'GET' ? 'read' : 'other';
+    proxy.counts[kind === 'read' ? 'reads' : kind === 'commit' ? 'commits' : 'other'] += 1;
+    proxy.arrivals.push({ kind, answeredBefore: answered });
+    proxy.maxInFlight = Math.max(proxy.maxInFlight, ++inFlight);
+    res.on('close', () => {
+      inFlight -= 1;
+      answered += 1;
+    });
 
     if (proxy.mode === 'busy') {
       req.resume();
@@ -102,15 +119,31 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       return;
     }
     send(req, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
+      const release = () => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      };
+      if (inFlight >= proxy.gate) {
+        proxy.gate = 0; // opens once
+        for (const waiting of gated.splice(0)) waiting();
+        release();
+        return;
+      }
+      gated.push(release);
+      setTimeout(() => {
+        const at = gated.indexOf(release);
+        if (at >= 0) gated.splice(at, 1)[0]();
+      }, 3_000);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const proxy: FaultProxy = {
     port: (server.address() as { port: number }).port,
     mode: 'pass',
+    gate: 0,
     counts: { reads: 0, commits: 0, other: 0 },
+    maxInFlight: 0,
+    arrivals: [],
     close: () => {
       for (const res of held) res.destroy();
       server.closeAllConnections();

@@ -1,0 +1,50 @@
+/**
+ * Storage round trips per request (DESIGN §4), counted at a proxy in front of a real Azurite:
+ * one parallel round of point reads, then one transaction, whatever the batch size; no partner
+ * read once the partner is cached; never a call per element in sequence.
+ */
+import { Harness, draw } from '../support/harness';
+import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
+
+let h: Harness;
+let proxy: FaultProxy;
+beforeAll(async () => {
+  h = await Harness.start();
+  proxy = await startFaultProxy(h.azurite.port);
+});
+afterAll(async () => {
+  await proxy.close();
+  await h.stop();
+});
+
+/** Posts a batch of fresh loans through the proxy and returns what storage saw. */
+async function callsFor(size: number, expectedReads: number) {
+  const loans = await Promise.all(Array.from({ length: size }, () => h.loan()));
+  proxy.gate = expectedReads; // answers wait until every read of one parallel round has arrived
+  proxy.arrivals.length = 0;
+  proxy.maxInFlight = 0;
+  const reply = await h.post(loans.map((l) => draw(l)));
+  expect(reply.status).toBe(204);
+  const reads = proxy.arrivals.filter((a) => a.kind === 'read');
+  const commits = proxy.arrivals.filter((a) => a.kind === 'commit');
+  return { reads, commits, other: proxy.arrivals.length - reads.length - commits.length, maxInFlight: proxy.maxInFlight };
+}
+
+test('a cold partner cache: the partner is read in the same round as the loans and draws', async () => {
+  h.rebuild({}, h.settingsVia(proxy.port));
+  const { reads, commits, other, maxInFlight } = await callsFor(3, 7);
+  expect(reads).toHaveLength(1 + 2 * 3); // partner, 3 loans, 3 draw rows
+  expect(maxInFlight).toBe(reads.length); // all in flight at once: one round
+  expect(commits).toHaveLength(1);
+  expect(other).toBe(0);
+});
+
+test.each([1, 10, 100])('batch of %i with a warm partner cache: 2 reads per loan in one round, then one transaction', async (size) => {
+  const { reads, commits, other, maxInFlight } = await callsFor(size, 2 * size);
+  expect(reads).toHaveLength(2 * size); // the loan and today's draw row; no partner read
+  expect(reads.every((r) => r.answeredBefore === reads[0].answeredBefore)).toBe(true); // none waited for another
+  expect(maxInFlight).toBe(2 * size);
+  expect(commits).toHaveLength(1);
+  expect(commits[0].answeredBefore - reads[0].answeredBefore).toBe(2 * size); // the commit came after every read
+  expect(other).toBe(0);
+});
