@@ -128,6 +128,8 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
       const provider = await startOidcProvider({
         audience: (settings.AUTH_AUDIENCE as string).split(',')[0].trim(),
         roles: role ? [role] : undefined,
+        // Next to the host (7072 by default), so clients such as examples/submit-draws.ts find it without being told.
+        port: port === 0 ? 0 : (port % 65535) + 1,
       });
       stops.push(() => provider.stop());
       settings.AUTH_OPENID_CONFIG_URL = provider.openIdConfigUrl;
