@@ -24,6 +24,7 @@ export const SETTING_NAMES = [
   'DRAW_DAY_TIMEZONE',
   'MAX_BATCH_SIZE',
   'APPLICATIONINSIGHTS_CONNECTION_STRING',
+  'APPLICATIONINSIGHTS_AUTHENTICATION_STRING',
   'TELEMETRY_SAMPLING_PERCENTAGE',
 ] as const;
 
@@ -62,6 +63,11 @@ export interface Config {
     readonly connectionString: string;
     /** Share of dependency traces kept (0–1); events and traces are always kept. */
     readonly samplingRatio: number;
+    /**
+     * Entra ID ingestion (the resource has local auth off): send with a managed identity's token.
+     * `clientId` names a user-assigned identity; absent, the system-assigned one.
+     */
+    readonly entraIngestion?: { readonly clientId?: string };
   };
 }
 
@@ -212,6 +218,7 @@ export function loadConfig(env: Settings = process.env): Config {
     problems.push('APPLICATIONINSIGHTS_CONNECTION_STRING must be an Application Insights connection string (InstrumentationKey=…;IngestionEndpoint=…)');
   }
   const samplingPercentage = integer('TELEMETRY_SAMPLING_PERCENTAGE', 100, 0, 100);
+  const entraIngestion = authenticationString(get('APPLICATIONINSIGHTS_AUTHENTICATION_STRING'), problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -228,6 +235,34 @@ export function loadConfig(env: Settings = process.env): Config {
     tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable, idempotencyTable },
     drawDayTimeZone,
     maxBatchSize,
-    telemetry: appInsights === undefined ? undefined : { connectionString: appInsights, samplingRatio: samplingPercentage / 100 },
+    telemetry:
+      appInsights === undefined ? undefined : { connectionString: appInsights, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) },
   };
+}
+
+/**
+ * `Authorization=AAD` with an optional `ClientId=<guid>` (Microsoft's format for the Functions host and
+ * the App Insights agent); the SDK's TelemetryClient does not read it itself, so the service does.
+ */
+function authenticationString(value: string | undefined, problems: string[]): { clientId?: string } | undefined {
+  if (value === undefined) return undefined;
+  const parts = new Map(
+    value
+      .split(';')
+      .filter((part) => part.trim() !== '')
+      .map((part) => {
+        const [key, ...rest] = part.split('=');
+        return [key.trim().toLowerCase(), rest.join('=').trim()] as const;
+      }),
+  );
+  const clientId = parts.get('clientid');
+  const valid =
+    parts.get('authorization')?.toUpperCase() === 'AAD' &&
+    [...parts.keys()].every((k) => k === 'authorization' || k === 'clientid') &&
+    (clientId === undefined || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(clientId));
+  if (!valid) {
+    problems.push('APPLICATIONINSIGHTS_AUTHENTICATION_STRING must be "Authorization=AAD" or "Authorization=AAD;ClientId=<managed identity client id>"');
+    return undefined;
+  }
+  return clientId === undefined ? {} : { clientId };
 }

@@ -81,6 +81,8 @@ export interface TelemetryOptions {
   readonly connectionString: string;
   /** Share of dependency traces kept, 0–1; events and traces are always kept. */
   readonly samplingRatio: number;
+  /** Send with a managed identity's Entra token (resources with local auth off). */
+  readonly entraIngestion?: { readonly clientId?: string };
 }
 
 /**
@@ -113,6 +115,12 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
       redis4: { enabled: false },
     },
   };
+  if (options.entraIngestion !== undefined) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { ManagedIdentityCredential } = require('@azure/identity') as typeof import('@azure/identity');
+    const { clientId } = options.entraIngestion;
+    client.config.aadTokenCredential = clientId === undefined ? new ManagedIdentityCredential() : new ManagedIdentityCredential({ clientId });
+  }
   client.initialize();
 
   return {

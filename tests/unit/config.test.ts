@@ -313,3 +313,26 @@ describe('the settings list is one place', () => {
     for (const name of SETTING_NAMES) expect(readme).toContain(`\`${name}\``);
   });
 });
+
+describe('APPLICATIONINSIGHTS_AUTHENTICATION_STRING (Entra ingestion)', () => {
+  const env = (value: string) => ({
+    AUTH_OPENID_CONFIG_URL: 'https://idp.example/',
+    AUTH_AUDIENCE: 'a',
+    TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
+    APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000',
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING: value,
+  });
+  test.each([
+    ['ClientId=11111111-2222-3333-4444-555555555555;Authorization=AAD', { clientId: '11111111-2222-3333-4444-555555555555' }],
+    ['Authorization=AAD', {}],
+    ['authorization=aad;', {}],
+  ])('%s is a managed identity for ingestion', (value, expected) => {
+    expect(loadConfig(env(value)).telemetry?.entraIngestion).toEqual(expected);
+  });
+  test('unset: no Entra ingestion', () => {
+    expect(loadConfig(env('')).telemetry?.entraIngestion).toBeUndefined();
+  });
+  test.each(['Authorization=Key', 'ClientId=not-a-guid;Authorization=AAD', 'Authorization=AAD;Secret=x'])('%s fails start-up, naming the setting', (value) => {
+    expect(() => loadConfig(env(value))).toThrow(/APPLICATIONINSIGHTS_AUTHENTICATION_STRING must be/);
+  });
+});

@@ -1,0 +1,314 @@
+// Draw Request Service: one copy per environment, deployed into its own resource group with
+//   az deployment group create -g <group> -f infra/main.bicep -p infra/env/<env>.parameters.json
+// (docs/deploy.md). Every resource is declared in the modules below with a pinned API version.
+targetScope = 'resourceGroup'
+
+// ---------------------------------------------------------------- environment
+
+@description('Environment this copy serves.')
+@allowed([
+  'dev'
+  'prod'
+])
+param environmentName string
+
+@description('Azure region; it must offer Flex Consumption (az functionapp list-flexconsumption-locations).')
+param location string = resourceGroup().location
+
+@description('Short name in resource names: 3-10 lowercase letters or digits.')
+@minLength(3)
+@maxLength(10)
+param appName string = 'drawreq'
+
+@description('Tags added to every resource.')
+param tags object = {}
+
+// ---------------------------------------------------------------- scale
+
+@description('Memory of each instance, in MB.')
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+@description('Most instances the app scales out to.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int
+
+// ---------------------------------------------------------------- storage
+
+@description('Redundancy of the storage account holding the tables.')
+@allowed([
+  'Standard_LRS'
+  'Standard_ZRS'
+  'Standard_GRS'
+  'Standard_GZRS'
+])
+param storageSku string = 'Standard_LRS'
+
+@description('Lock the storage account against deletion (prod: it holds the draws of record).')
+param storageDeleteLock bool = false
+
+@description('Soft-delete retention for blobs and containers, in days.')
+@minValue(1)
+@maxValue(365)
+param blobSoftDeleteDays int = 7
+
+// ---------------------------------------------------------------- monitoring
+
+@description('Days the Log Analytics workspace keeps telemetry.')
+@minValue(30)
+@maxValue(730)
+param logRetentionInDays int = 30
+
+@description('Daily ingestion cap in GB; -1 for none.')
+param logDailyQuotaGb int = -1
+
+// ---------------------------------------------------------------- authentication (DESIGN §3)
+
+@description('AUTH_TENANT_ID: tenant of the API\'s app registration; by default the deployment\'s tenant.')
+param authTenantId string = tenant().tenantId
+
+@description('AUTH_AUTHORITY_HOST: the Microsoft Entra authority of this cloud.')
+param authAuthorityHost string = environment().authentication.loginEndpoint
+
+@description('AUTH_AUDIENCE: accepted audiences. With accessTokenAcceptedVersion 2 the token\'s aud is the API app registration\'s application (client) id.')
+@minLength(1)
+param authAudiences array
+
+@description('AUTH_ALLOWED_ISSUERS; empty: only the tenant\'s v2.0 issuer.')
+param authAllowedIssuers array = []
+
+@description('AUTH_REQUIRED_ROLE: the app role partners\' client applications are granted.')
+@minLength(1)
+param authRequiredRole string
+
+@description('AUTH_PARTNER_CLAIM; empty: azp, then appid.')
+param authPartnerClaim string = ''
+
+@description('AUTH_CLOCK_TOLERANCE_SECONDS')
+@minValue(0)
+@maxValue(300)
+param authClockToleranceSeconds int = 60
+
+@description('AUTH_ALGORITHMS')
+@minLength(1)
+param authAlgorithms array = [
+  'RS256'
+]
+
+// ---------------------------------------------------------------- tables (DESIGN §4)
+
+@description('PARTNERS_TABLE')
+param partnersTableName string = 'Partners'
+
+@description('LOANS_TABLE')
+param loansTableName string = 'Loans'
+
+@description('DRAWS_TABLE')
+param drawsTableName string = 'DrawRequests'
+
+@description('IDEMPOTENCY_TABLE')
+param idempotencyTableName string = 'IdempotencyKeys'
+
+// ---------------------------------------------------------------- rules and telemetry
+
+@description('DRAW_DAY_TIMEZONE: IANA time zone that defines "one draw per loan per day".')
+@minLength(1)
+param drawDayTimeZone string
+
+@description('MAX_BATCH_SIZE')
+@minValue(1)
+@maxValue(100)
+param maxBatchSize int = 100
+
+@description('TELEMETRY_SAMPLING_PERCENTAGE: share of operations whose dependency telemetry is kept.')
+@minValue(0)
+@maxValue(100)
+param telemetrySamplingPercentage int = 100
+
+// ---------------------------------------------------------------- alerts
+
+@description('true: the availability test runs and the alerts evaluate and page.')
+param alertsEnabled bool
+
+@description('Resource id of the on-call action group the alerts notify; empty: none.')
+param onCallActionGroupId string = ''
+
+@description('Availability test locations.')
+@minLength(1)
+param availabilityTestLocations array = [
+  'us-va-ash-azr'
+  'us-tx-sn1-azr'
+  'us-il-ch1-azr'
+  'us-ca-sjc-azr'
+  'us-fl-mia-edge'
+]
+
+@description('Locations that must fail at once to page (Microsoft suggests the number of locations minus 2).')
+@minValue(1)
+param availabilityFailedLocationCount int = 3
+
+@description('Page when more than this percent of invocations in 15 minutes answered 500.')
+@minValue(0)
+@maxValue(100)
+param failedRatePercent int = 1
+
+@description('Page when more than this percent of invocations in 15 minutes answered 502.')
+@minValue(0)
+@maxValue(100)
+param dependencyFailedRatePercent int = 5
+
+@description('The 500 and 502 rates page only with at least this many such answers in the window.')
+@minValue(1)
+param alertMinimumFailures int = 3
+
+@description('Page when more than this many presented tokens were refused (401) in 15 minutes.')
+@minValue(1)
+param unauthorizedSpikeCount int = 50
+
+// ---------------------------------------------------------------- names
+
+var suffix = take(uniqueString(resourceGroup().id), 6)
+var baseName = '${appName}-${environmentName}'
+var allTags = union(tags, {
+  service: 'draw-request-service'
+  environment: environmentName
+})
+var tableNames = [
+  partnersTableName
+  loansTableName
+  drawsTableName
+  idempotencyTableName
+]
+// The service's per-invocation event (lib/telemetry.ts EVENT_NAME), which the alerts query.
+var eventName = 'DrawRequestBatch'
+var authority = endsWith(authAuthorityHost, '/') ? substring(authAuthorityHost, 0, length(authAuthorityHost) - 1) : authAuthorityHost
+var issuers = empty(authAllowedIssuers) ? [
+  '${authority}/${authTenantId}/v2.0'
+] : authAllowedIssuers
+
+// ---------------------------------------------------------------- resources
+
+module identity 'modules/identity.bicep' = {
+  name: 'identity'
+  params: {
+    name: 'id-${baseName}'
+    location: location
+    tags: allTags
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  params: {
+    name: take(toLower('st${replace(appName, '-', '')}${environmentName}${suffix}'), 24)
+    location: location
+    tags: allTags
+    skuName: storageSku
+    deploymentContainerName: 'app-package'
+    tableNames: tableNames
+    blobSoftDeleteDays: blobSoftDeleteDays
+    deleteLock: storageDeleteLock
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: {
+    workspaceName: 'log-${baseName}'
+    appInsightsName: 'appi-${baseName}'
+    location: location
+    tags: allTags
+    retentionInDays: logRetentionInDays
+    dailyQuotaGb: logDailyQuotaGb
+  }
+}
+
+module roleAssignments 'modules/roleAssignments.bicep' = {
+  name: 'roleAssignments'
+  params: {
+    principalId: identity.outputs.principalId
+    storageAccountName: storage.outputs.name
+    partnersTableName: partnersTableName
+    loansTableName: loansTableName
+    drawsTableName: drawsTableName
+    idempotencyTableName: idempotencyTableName
+    appInsightsName: monitoring.outputs.appInsightsName
+  }
+}
+
+module functionApp 'modules/functionApp.bicep' = {
+  name: 'functionApp'
+  params: {
+    name: 'func-${baseName}-${suffix}'
+    planName: 'plan-${baseName}'
+    location: location
+    tags: allTags
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    appInsightsConnectionString: monitoring.outputs.connectionString
+    authTenantId: authTenantId
+    authAuthorityHost: authority
+    authAudience: join(authAudiences, ',')
+    authAllowedIssuers: join(issuers, ',')
+    authRequiredRole: authRequiredRole
+    authPartnerClaim: authPartnerClaim
+    authClockToleranceSeconds: authClockToleranceSeconds
+    authAlgorithms: join(authAlgorithms, ',')
+    tablesEndpoint: storage.outputs.tableEndpoint
+    partnersTableName: partnersTableName
+    loansTableName: loansTableName
+    drawsTableName: drawsTableName
+    idempotencyTableName: idempotencyTableName
+    drawDayTimeZone: drawDayTimeZone
+    maxBatchSize: maxBatchSize
+    telemetrySamplingPercentage: telemetrySamplingPercentage
+  }
+  // The host reads its storage, the package and the tables as soon as it starts.
+  dependsOn: [
+    roleAssignments
+  ]
+}
+
+module alerts 'modules/alerts.bicep' = {
+  name: 'alerts'
+  params: {
+    namePrefix: baseName
+    location: location
+    tags: allTags
+    appInsightsId: monitoring.outputs.appInsightsId
+    enabled: alertsEnabled
+    actionGroupId: onCallActionGroupId
+    eventName: eventName
+    probeUrl: 'https://${functionApp.outputs.defaultHostName}/DrawRequest'
+    probeLocations: availabilityTestLocations
+    probeFailedLocationCount: availabilityFailedLocationCount
+    failedRatePercent: failedRatePercent
+    dependencyFailedRatePercent: dependencyFailedRatePercent
+    minimumFailures: alertMinimumFailures
+    unauthorizedSpikeCount: unauthorizedSpikeCount
+  }
+}
+
+@description('Function app to deploy the code to (scripts/deploy.sh).')
+output functionAppName string = functionApp.outputs.name
+
+@description('Base URL partners call: POST <url>/DrawRequest.')
+output functionAppUrl string = 'https://${functionApp.outputs.defaultHostName}'
+
+@description('Storage account holding the tables (Partners rows are added here).')
+output storageAccountName string = storage.outputs.name
+
+@description('Table endpoint (TABLES_ENDPOINT).')
+output tablesEndpoint string = storage.outputs.tableEndpoint
+
+@description('Application Insights component on-call queries.')
+output appInsightsName string = monitoring.outputs.appInsightsName

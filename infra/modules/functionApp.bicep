@@ -1,0 +1,194 @@
+// The Flex Consumption plan and the Linux function app on Node 22, with every app setting the
+// service reads in production (DESIGN §5) and the identity-based settings of the Functions host.
+// Flex Consumption takes the runtime, memory and scale from functionAppConfig, not app settings:
+// FUNCTIONS_WORKER_RUNTIME, FUNCTIONS_EXTENSION_VERSION and WEBSITE_RUN_FROM_PACKAGE must not be set.
+
+@description('Function app name (also the host name: <name>.azurewebsites.net).')
+param name string
+
+@description('Flex Consumption plan name.')
+param planName string
+
+@description('Azure region.')
+param location string
+
+@description('Tags for the plan and the app.')
+param tags object
+
+@description('Resource id of the app\'s user-assigned managed identity.')
+param identityId string
+
+@description('Client id of that identity.')
+param identityClientId string
+
+@description('Storage account of the Functions host.')
+param storageAccountName string
+
+@description('Blob container URL the app is deployed from.')
+param deploymentContainerUrl string
+
+@description('Instance memory in MB.')
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int
+
+@description('Most instances the app scales out to.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int
+
+@description('Application Insights connection string.')
+param appInsightsConnectionString string
+
+// --- the service's settings (DESIGN §5) ---
+
+@description('AUTH_TENANT_ID')
+param authTenantId string
+
+@description('AUTH_AUTHORITY_HOST')
+param authAuthorityHost string
+
+@description('AUTH_AUDIENCE (comma-separated)')
+param authAudience string
+
+@description('AUTH_ALLOWED_ISSUERS (comma-separated)')
+param authAllowedIssuers string
+
+@description('AUTH_REQUIRED_ROLE')
+param authRequiredRole string
+
+@description('AUTH_PARTNER_CLAIM (empty: azp, then appid)')
+param authPartnerClaim string
+
+@description('AUTH_CLOCK_TOLERANCE_SECONDS')
+param authClockToleranceSeconds int
+
+@description('AUTH_ALGORITHMS (comma-separated)')
+param authAlgorithms string
+
+@description('TABLES_ENDPOINT')
+param tablesEndpoint string
+
+@description('PARTNERS_TABLE')
+param partnersTableName string
+
+@description('LOANS_TABLE')
+param loansTableName string
+
+@description('DRAWS_TABLE')
+param drawsTableName string
+
+@description('IDEMPOTENCY_TABLE')
+param idempotencyTableName string
+
+@description('DRAW_DAY_TIMEZONE')
+param drawDayTimeZone string
+
+@description('MAX_BATCH_SIZE')
+param maxBatchSize int
+
+@description('TELEMETRY_SAMPLING_PERCENTAGE')
+param telemetrySamplingPercentage int
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true
+  }
+}
+
+resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: name
+  location: location
+  tags: tags
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    clientCertEnabled: false
+    siteConfig: {
+      minTlsVersion: '1.2'
+      scmMinTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      http20Enabled: true
+    }
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: deploymentContainerUrl
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        instanceMemoryMB: instanceMemoryMB
+        maximumInstanceCount: maximumInstanceCount
+      }
+      runtime: {
+        name: 'node'
+        version: '22'
+      }
+    }
+  }
+}
+
+// The complete set of app settings: anything not listed here is removed on deployment.
+resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'appsettings'
+  properties: {
+    // Functions host storage through the managed identity (no connection string, no key).
+    AzureWebJobsStorage__accountName: storageAccountName
+    AzureWebJobsStorage__credential: 'managedidentity'
+    AzureWebJobsStorage__clientId: identityClientId
+    // Telemetry: the host and the SDK ingest with a Microsoft Entra token of the identity.
+    APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+    TELEMETRY_SAMPLING_PERCENTAGE: string(telemetrySamplingPercentage)
+    // DefaultAzureCredential picks the user-assigned identity by its client id.
+    AZURE_CLIENT_ID: identityClientId
+    // Authentication (DESIGN §3); the metadata URL is derived from the authority and the tenant.
+    AUTH_TENANT_ID: authTenantId
+    AUTH_AUTHORITY_HOST: authAuthorityHost
+    AUTH_AUDIENCE: authAudience
+    AUTH_ALLOWED_ISSUERS: authAllowedIssuers
+    AUTH_REQUIRED_ROLE: authRequiredRole
+    AUTH_PARTNER_CLAIM: authPartnerClaim
+    AUTH_CLOCK_TOLERANCE_SECONDS: string(authClockToleranceSeconds)
+    AUTH_ALGORITHMS: authAlgorithms
+    // Tables (DESIGN §4) through the managed identity.
+    TABLES_ENDPOINT: tablesEndpoint
+    PARTNERS_TABLE: partnersTableName
+    LOANS_TABLE: loansTableName
+    DRAWS_TABLE: drawsTableName
+    IDEMPOTENCY_TABLE: idempotencyTableName
+    // Rules.
+    DRAW_DAY_TIMEZONE: drawDayTimeZone
+    MAX_BATCH_SIZE: string(maxBatchSize)
+  }
+}
+
+@description('Function app name, for code deployment.')
+output name string = site.name
+
+@description('Default host name.')
+output defaultHostName string = site.properties.defaultHostName

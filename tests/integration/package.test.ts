@@ -1,0 +1,202 @@
+/**
+ * `npm run package` (scripts/package.ts): the zip Flex Consumption deploys holds what the Functions
+ * host needs to find and load the function, and nothing it must not. The real package is built from
+ * the compiled code (`npm test` runs `tsc` first) and the installed production packages, read back
+ * with yauzl, unpacked into an empty folder and loaded there by Node with no other node_modules in
+ * reach. The checker itself is also shown to catch each kind of mistake on made-up entry lists.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { crc32, inflateRawSync } from 'node:zlib';
+import * as yauzl from 'yauzl';
+import { CODE_FOLDERS, PACKAGE_LIMITS, buildPackage, checkPackage, packageDirsOf, type PackageReport, type ZipEntry } from '../../scripts/package';
+
+const ROOT = resolve(__dirname, '../..');
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  main: string;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+
+let work: string;
+let zipFile: string;
+let report: PackageReport;
+let paths: Set<string>;
+let buildMs: number;
+
+/** Unpacks the zip into `dir`, returning the entries whose content does not match their CRC-32. */
+async function unpack(file: string, dir: string): Promise<string[]> {
+  const bytes = readFileSync(file);
+  const zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true });
+  const bad: string[] = [];
+  const made = new Set<string>();
+  for await (const entry of zip.eachEntry()) {
+    const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true });
+    const data = bytes.subarray(fileDataStart, fileDataStart + entry.compressedSize);
+    const content = entry.compressionMethod === 8 ? inflateRawSync(data) : data;
+    if (content.length !== entry.uncompressedSize || crc32(content) !== entry.crc32) bad.push(entry.fileName);
+    const target = join(dir, entry.fileName);
+    if (!made.has(dirname(target))) mkdirSync(dirname(target), { recursive: true });
+    made.add(dirname(target));
+    writeFileSync(target, content);
+  }
+  return bad;
+}
+
+beforeAll(async () => {
+  // Unpacking writes ~19,000 files: memory-backed /dev/shm where there is one keeps that near 1 s.
+  work = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'package-test-'));
+  zipFile = join(work, 'draw-request-service.zip');
+  const started = Date.now();
+  report = await buildPackage(ROOT, zipFile);
+  buildMs = Date.now() - started;
+  paths = new Set(report.entries.map((e) => e.path));
+}, 60_000);
+
+afterAll(() => {
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+describe('the package Flex Consumption deploys', () => {
+  test('passes its own content and size check, and builds in a few seconds', () => {
+    expect(report.problems).toEqual([]);
+    expect(report.zipBytes).toBeLessThanOrEqual(PACKAGE_LIMITS.maxZipBytes);
+    expect(buildMs).toBeLessThan(15_000);
+  });
+
+  test('host.json is at the root, as in the repository', () => {
+    expect(report.texts.get('host.json')).toBe(readFileSync(join(ROOT, 'host.json'), 'utf8'));
+  });
+
+  test('package.json: the same main and production dependencies, no devDependencies or scripts', () => {
+    const packaged = JSON.parse(report.texts.get('package.json') ?? '{}') as Record<string, unknown>;
+    expect(packaged.main).toBe(manifest.main);
+    expect(packaged?.dependencies).toEqual(manifest.dependencies);
+    expect(packaged).not.toHaveProperty('devDependencies');
+    expect(packaged).not.toHaveProperty('scripts');
+    expect(paths.has(manifest.main)).toBe(true);
+  });
+
+  test('the compiled code of every functions/ and lib/ source, and no other code of ours', () => {
+    const sources = CODE_FOLDERS.flatMap((folder) => readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => `dist/${folder}/${f.split('\\').join('/').replace(/\.ts$/, '.js')}`));
+    const ours = [...paths].filter((p) => !p.startsWith('node_modules/')).sort();
+    expect(ours).toEqual(['host.json', 'package.json', ...sources].sort());
+  });
+
+  test('no tests, settings files, sources, tools or repository material', () => {
+    const forbidden = [...paths].filter((p) => /^(tests?|functions|lib|scripts|examples|infra|docs|\.ci|\.git)\/|(^|\/)local\.settings[^/]*\.json$|^dist\/scripts\/|^package-lock\.json$/.test(p));
+    expect(forbidden).toEqual([]);
+  });
+
+  test('no dev-only package; a devDependency is there only when a production package needs it', () => {
+    const packaged = new Set([...paths].flatMap(packageDirsOf));
+    const devOnly = Object.entries(lock.packages).filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true).map(([path]) => path);
+    expect(devOnly.filter((path) => packaged.has(path))).toEqual([]);
+    const notProduction = [...packaged].filter((dir) => lock.packages[dir] === undefined || lock.packages[dir].dev === true);
+    expect(notProduction).toEqual([]);
+    for (const name of Object.keys(manifest.devDependencies)) {
+      const neededByProduction = lock.packages[`node_modules/${name}`]?.dev !== true;
+      expect({ name, inZip: packaged.has(`node_modules/${name}`) }).toEqual({ name, inZip: neededByProduction });
+    }
+    expect(packaged.has('node_modules/jest')).toBe(false);
+    expect(packaged.has('node_modules/azurite')).toBe(false);
+  });
+
+  test('every production dependency is there, without source maps or type declarations', () => {
+    for (const name of Object.keys(manifest.dependencies)) expect(paths.has(`node_modules/${name}/package.json`)).toBe(true);
+    expect([...paths].filter((p) => /\.(map|d\.ts|d\.mts|d\.cts)$/.test(p))).toEqual([]);
+  });
+
+  test('unpacked alone, its CRCs hold and Node loads main and every dependency with nothing but the zip\'s node_modules', async () => {
+    const dir = join(work, 'unpacked');
+    expect(await unpack(zipFile, dir)).toEqual([]);
+    // As on the Functions host, no folder above the app's may supply a package: resolution stops at the app.
+    const script = `
+      const Module = require('module');
+      const lookupPaths = Module._nodeModulePaths;
+      Module._nodeModulePaths = (from) => lookupPaths(from).filter((p) => p.startsWith(process.cwd()));
+      Module.globalPaths.length = 0;
+      const manifest = require('./package.json');
+      const main = require(require('path').resolve(manifest.main));
+      // Dependencies the code loads later (applicationinsights when telemetry is on) must resolve too.
+      for (const name of Object.keys(manifest.dependencies)) require(name);
+      const resolved = Object.keys(require.cache).filter((f) => !f.startsWith(process.cwd()));
+      if (resolved.length > 0) throw new Error('loaded from outside the package: ' + resolved.join(', '));
+      console.log('loaded', typeof main);`;
+    const env = {
+      PATH: process.env.PATH,
+      AUTH_OPENID_CONFIG_URL: 'https://login.example.com/tenant/v2.0/.well-known/openid-configuration',
+      AUTH_AUDIENCE: 'api://draw-request-service',
+      TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
+    };
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', script], { cwd: dir, env, timeout: 30_000 });
+    expect(stdout).toContain('loaded object');
+  }, 60_000);
+});
+
+describe('the package check catches', () => {
+  const good = (): ZipEntry[] => [
+    { path: 'host.json', size: 10 },
+    { path: 'package.json', size: 10 },
+    { path: 'dist/functions/main.js', size: 10 },
+    { path: 'dist/lib/config.js', size: 10 },
+    { path: 'node_modules/@azure/functions/package.json', size: 10 },
+  ];
+  const texts = (overrides: Record<string, string> = {}): Map<string, string> => new Map(Object.entries({
+    'host.json': JSON.stringify({ version: '2.0' }),
+    'package.json': JSON.stringify({ name: 'x', version: '1.0.0', main: 'dist/functions/main.js', dependencies: { '@azure/functions': '4.16.5' } }),
+    'dist/functions/main.js': 'const functions_1 = require("@azure/functions"); const config_1 = require("../lib/config"); require("node:path");',
+    'dist/lib/config.js': 'module.exports = {};',
+    ...overrides,
+  }));
+  const check = (entries: ZipEntry[], t = texts(), dev: string[] = ['node_modules/jest']): string[] => checkPackage(entries, t, dev, 1000);
+
+  test('nothing in a good package', () => {
+    expect(check(good())).toEqual([]);
+  });
+
+  test.each([
+    ['tests', 'tests/unit/config.test.ts'],
+    ['a local settings file', 'local.settings.json'],
+    ['a TypeScript source', 'lib/config.ts'],
+    ['the dev host', 'dist/scripts/devHost.js'],
+    ['a dev-only package', 'node_modules/jest/package.json'],
+    ['a native addon', 'node_modules/x/build/Release/x.node'],
+    ['repository material', 'infra/main.bicep'],
+  ])('%s', (_what, path) => {
+    expect(check([...good(), { path, size: 1 }])).toEqual([expect.stringContaining(path.startsWith('node_modules/jest') ? 'node_modules/jest' : path)]);
+  });
+
+  test('no host.json at the root', () => {
+    expect(check(good().filter((e) => e.path !== 'host.json'))).toEqual([expect.stringContaining('host.json')]);
+  });
+
+  test('a main that is not in the zip', () => {
+    const t = texts({ 'package.json': JSON.stringify({ name: 'x', version: '1', main: 'dist/main.js', dependencies: { '@azure/functions': '1' } }) });
+    expect(check(good(), t)).toEqual([expect.stringContaining('main dist/main.js')]);
+  });
+
+  test('a relative require the zip cannot satisfy, and a package that is not a production dependency', () => {
+    const t = texts({ 'dist/lib/config.js': 'require("./missing"); require("left-pad");' });
+    expect(check(good(), t)).toEqual([
+      expect.stringContaining('requires ./missing'),
+      expect.stringContaining('requires left-pad, which is not a production dependency'),
+      expect.stringContaining('requires left-pad, which is not in the zip'),
+    ]);
+  });
+
+  test('a production dependency missing from the zip', () => {
+    expect(check(good().filter((e) => !e.path.startsWith('node_modules/')))).toEqual([
+      'dependency @azure/functions is not in the zip',
+      expect.stringContaining('requires @azure/functions, which is not in the zip'),
+    ]);
+  });
+
+  test('a package over the size limit', () => {
+    expect(checkPackage(good(), texts(), [], PACKAGE_LIMITS.maxZipBytes + 1)).toEqual([expect.stringContaining('over')]);
+  });
+});

@@ -1,0 +1,790 @@
+/**
+ * infra/ checked offline (no Azure here): every .bicep file parses with a real Bicep grammar
+ * (tree-sitter-bicep's WebAssembly parser run by web-tree-sitter), references resolve, modules are
+ * called with the parameters they declare, the environment files fit main.bicep's parameters, the
+ * app settings cover every setting the service reads (derived from lib/config's SETTING_NAMES), and
+ * the security properties, role assignments and alerts are the ones docs/deploy.md describes.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import Parser from 'web-tree-sitter';
+import { SETTING_NAMES, loadConfig, type SettingName, type Settings } from '../../lib/config';
+import { EVENT_NAME, type Outcome } from '../../lib/telemetry';
+
+type SyntaxNode = Parser.SyntaxNode;
+
+const ROOT = resolve(__dirname, '../..');
+const INFRA = join(ROOT, 'infra');
+const MAIN = join(INFRA, 'main.bicep');
+const ENVIRONMENTS = ['dev', 'prod'] as const;
+const GRAMMAR = require.resolve('tree-sitter-bicep/tree-sitter-bicep.wasm');
+
+// ----------------------------------------------------------------------------- the Bicep model
+
+/** A Bicep expression that is not a literal, kept as its source text. */
+class Expr {
+  constructor(readonly text: string) {}
+}
+type Value = string | number | boolean | null | Expr | Value[] | { [key: string]: Value };
+type ObjectValue = { [key: string]: Value };
+
+interface Param {
+  readonly name: string;
+  readonly type: string;
+  readonly hasDefault: boolean;
+  readonly defaultValue?: Value;
+  readonly decorators: Record<string, Value[]>;
+}
+
+interface Resource {
+  readonly symbol: string;
+  /** Resource type with its API version, `Microsoft.Web/sites@2024-04-01`. */
+  readonly typeWithVersion: string;
+  readonly type: string;
+  readonly existing: boolean;
+  readonly body: ObjectValue;
+}
+
+interface ModuleCall {
+  readonly symbol: string;
+  readonly path: string;
+  readonly params: ObjectValue;
+  readonly body: ObjectValue;
+}
+
+interface BicepFile {
+  readonly path: string;
+  readonly name: string;
+  readonly root: SyntaxNode;
+  readonly syntaxErrors: string[];
+  readonly params: Map<string, Param>;
+  readonly vars: Map<string, SyntaxNode>;
+  readonly outputs: Set<string>;
+  readonly resources: Resource[];
+  readonly modules: ModuleCall[];
+}
+
+const ESCAPES: Record<string, string> = { '\\\\': '\\', "\\'": "'", '\\n': '\n', '\\r': '\r', '\\t': '\t', '\\$': '$' };
+
+const named = (node: SyntaxNode): SyntaxNode[] => node.namedChildren.filter((c) => c.type !== 'comment' && c.type !== 'diagnostic_comment');
+
+/** The literal value of a node; anything else (references, calls, interpolated strings) as an Expr. */
+function literal(node: SyntaxNode): Value {
+  switch (node.type) {
+    case 'string':
+      if (node.namedChildren.some((c) => c.type === 'interpolation')) return new Expr(node.text);
+      return node.namedChildren.map((c) => (c.type === 'escape_sequence' ? ESCAPES[c.text] ?? c.text : c.text)).join('');
+    case 'number':
+      return Number(node.text);
+    case 'boolean':
+      return node.text === 'true';
+    case 'null':
+      return null;
+    case 'array':
+      return named(node).map(literal);
+    case 'object': {
+      const object: ObjectValue = {};
+      for (const property of named(node)) {
+        const [key, value] = named(property);
+        if (property.type !== 'object_property' || key.type === 'resource_declaration') continue; // nested child resource
+        object[key.type === 'string' ? String(literal(key)) : key.text] = literal(value);
+      }
+      return object;
+    }
+    default:
+      return new Expr(node.text);
+  }
+}
+
+/** The object a resource or module declaration assigns, under `if (…)` and `[for …: …]`. */
+function bodyOf(node: SyntaxNode): ObjectValue {
+  const value = named(node).find((c) => ['object', 'if_statement', 'for_statement'].includes(c.type));
+  if (value === undefined) throw new Error(`no body: ${node.text.slice(0, 80)}`);
+  if (value.type === 'object') return literal(value) as ObjectValue;
+  const inner = value.type === 'for_statement' ? value.childForFieldName('body') : named(value).at(-1);
+  if (inner === null || inner === undefined) throw new Error(`no body: ${node.text.slice(0, 80)}`);
+  return inner.type === 'object' ? (literal(inner) as ObjectValue) : bodyOf(inner.parent as SyntaxNode);
+}
+
+function decoratorsOf(declaration: SyntaxNode): Record<string, Value[]> {
+  let previous = declaration.previousNamedSibling;
+  while (previous !== null && previous.type === 'comment') previous = previous.previousNamedSibling;
+  const decorators: Record<string, Value[]> = {};
+  if (previous === null || previous.type !== 'decorators') return decorators;
+  for (const decorator of named(previous)) {
+    const call = named(decorator)[0];
+    if (call?.type !== 'call_expression') continue;
+    const args = call.childForFieldName('arguments');
+    decorators[call.childForFieldName('function')?.text ?? ''] = args === null ? [] : named(args).map(literal);
+  }
+  return decorators;
+}
+
+function syntaxErrors(root: SyntaxNode): string[] {
+  const errors: string[] = [];
+  const visit = (node: SyntaxNode): void => {
+    if (node.type === 'ERROR' || node.isMissing) {
+      errors.push(`${node.isMissing ? `MISSING "${node.type}"` : 'ERROR'} at ${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.text.slice(0, 60)}`);
+    }
+    for (const child of node.children) visit(child);
+  };
+  visit(root);
+  return errors;
+}
+
+function model(parser: Parser, path: string): BicepFile {
+  const root = parser.parse(readFileSync(path, 'utf8')).rootNode;
+  const file: BicepFile = {
+    path,
+    name: relative(ROOT, path),
+    root,
+    syntaxErrors: syntaxErrors(root),
+    params: new Map(),
+    vars: new Map(),
+    outputs: new Set(),
+    resources: [],
+    modules: [],
+  };
+  for (const node of named(root)) {
+    const [symbol, second] = named(node);
+    switch (node.type) {
+      case 'parameter_declaration': {
+        const rest = named(node).slice(2);
+        file.params.set(symbol.text, {
+          name: symbol.text,
+          type: second.text,
+          hasDefault: rest.length > 0,
+          defaultValue: rest.length > 0 ? literal(rest[0]) : undefined,
+          decorators: decoratorsOf(node),
+        });
+        break;
+      }
+      case 'variable_declaration':
+        file.vars.set(symbol.text, named(node)[1]);
+        break;
+      case 'output_declaration':
+        file.outputs.add(symbol.text);
+        break;
+      case 'resource_declaration': {
+        const typeWithVersion = String(literal(second));
+        file.resources.push({
+          symbol: symbol.text,
+          typeWithVersion,
+          type: typeWithVersion.split('@')[0],
+          existing: node.children.some((c) => c.type === 'existing'),
+          body: bodyOf(node),
+        });
+        break;
+      }
+      case 'module_declaration': {
+        const body = bodyOf(node);
+        file.modules.push({ symbol: symbol.text, path: String(literal(second)), params: (body.params as ObjectValue) ?? {}, body });
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return file;
+}
+
+/** Every identifier that is used but not declared in the file (Bicep would reject the template). */
+function unresolvedIdentifiers(file: BicepFile): string[] {
+  const declared = new Set<string>([...file.params.keys(), ...file.vars.keys(), ...file.resources.map((r) => r.symbol), ...file.modules.map((m) => m.symbol)]);
+  const visitDeclarations = (node: SyntaxNode): void => {
+    if (node.type === 'loop_variable' || node.type === 'loop_enumerator') declared.add(node.text);
+    if (node.type === 'for_statement') {
+      const initializer = node.childForFieldName('initializer');
+      if (initializer !== null) declared.add(initializer.text);
+    }
+    for (const child of node.namedChildren) visitDeclarations(child);
+  };
+  visitDeclarations(file.root);
+  const same = (a: SyntaxNode | null | undefined, b: SyntaxNode): boolean => a !== null && a !== undefined && a.startIndex === b.startIndex && a.endIndex === b.endIndex;
+  const unresolved: string[] = [];
+  const visit = (node: SyntaxNode): void => {
+    const parent = node.parent;
+    if (node.type === 'identifier' && parent !== null) {
+      const isDeclarationName = ['parameter_declaration', 'variable_declaration', 'resource_declaration', 'module_declaration', 'output_declaration'].includes(parent.type) && same(named(parent)[0], node);
+      const isKey = parent.type === 'object_property' && same(named(parent)[0], node);
+      const isFunction = parent.type === 'call_expression' && same(parent.childForFieldName('function'), node);
+      const isChildResource = parent.type === 'resource_expression' && same(parent.childForFieldName('resource'), node);
+      const isLoopVariable = parent.type === 'for_statement' && same(parent.childForFieldName('initializer'), node);
+      if (!isDeclarationName && !isKey && !isFunction && !isChildResource && !isLoopVariable && !declared.has(node.text)) {
+        unresolved.push(`${node.text} at ${node.startPosition.row + 1}:${node.startPosition.column + 1}`);
+      }
+    }
+    for (const child of node.namedChildren) visit(child);
+  };
+  visit(file.root);
+  return unresolved;
+}
+
+/** `<module>.outputs.<name>` references whose module declares no such output. */
+function unknownModuleOutputs(file: BicepFile, files: Map<string, BicepFile>): string[] {
+  const unknown: string[] = [];
+  const visit = (node: SyntaxNode): void => {
+    if (node.type === 'member_expression') {
+      const object = node.childForFieldName('object');
+      const module = object?.type === 'member_expression' && object.childForFieldName('property')?.text === 'outputs'
+        ? file.modules.find((m) => m.symbol === object.childForFieldName('object')?.text)
+        : undefined;
+      const output = node.childForFieldName('property')?.text ?? '';
+      const target = module === undefined ? undefined : files.get(resolve(dirname(file.path), module.path));
+      if (module !== undefined && !target?.outputs.has(output)) unknown.push(`${module.symbol}.outputs.${output}`);
+    }
+    for (const child of node.namedChildren) visit(child);
+  };
+  visit(file.root);
+  return unknown;
+}
+
+function bicepFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return bicepFiles(path);
+    return e.name.endsWith('.bicep') ? [path] : [];
+  });
+}
+
+/** The value at a property path of a resource body, e.g. `properties.siteConfig.ftpsState`. */
+function at(value: Value | undefined, path: string): Value | undefined {
+  let current: Value | undefined = value;
+  for (const key of path.split('.')) {
+    if (current === null || typeof current !== 'object' || current instanceof Expr || Array.isArray(current)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
+const exprText = (value: Value | undefined): string => (value instanceof Expr ? value.text : JSON.stringify(value));
+
+// ----------------------------------------------------------------------------- loading
+
+let parser: Parser;
+const files = new Map<string, BicepFile>();
+const FILE_PATHS = bicepFiles(INFRA).sort();
+
+function file(path: string): BicepFile {
+  const found = files.get(path);
+  if (found === undefined) throw new Error(`not parsed: ${path}`);
+  return found;
+}
+const mainFile = (): BicepFile => file(MAIN);
+const moduleFile = (name: string): BicepFile => file(join(INFRA, 'modules', `${name}.bicep`));
+const mainModule = (symbol: string): ModuleCall => {
+  const found = mainFile().modules.find((m) => m.symbol === symbol);
+  if (found === undefined) throw new Error(`main.bicep calls no module ${symbol}`);
+  return found;
+};
+function resourceOf(bicep: BicepFile, type: string): Resource {
+  const found = bicep.resources.filter((r) => r.type === type && !r.existing);
+  if (found.length !== 1) throw new Error(`${bicep.name}: expected one ${type}, found ${found.length}`);
+  return found[0];
+}
+
+beforeAll(async () => {
+  await Parser.init();
+  const bicep = await Parser.Language.load(readFileSync(GRAMMAR));
+  parser = new Parser();
+  parser.setLanguage(bicep);
+  for (const path of FILE_PATHS) files.set(path, model(parser, path));
+});
+
+// ----------------------------------------------------------------------------- parsing
+
+describe('Bicep files parse with the tree-sitter Bicep grammar', () => {
+  test('infra/ has main.bicep and its modules', () => {
+    expect(FILE_PATHS).toContain(MAIN);
+    expect(FILE_PATHS.length).toBeGreaterThan(1);
+  });
+
+  test.each(FILE_PATHS.map((p) => [relative(ROOT, p), p]))('%s has no ERROR or MISSING node', (_name, path) => {
+    expect(file(path).syntaxErrors).toEqual([]);
+  });
+
+  test('the grammar rejects broken Bicep (the check can fail)', () => {
+    const broken = ["param x int =\n", "resource r 'A/b@2020-01-01' = {\n  name: 'x'\n", "var y = [\n  'a'\n", "var s = 'open\n", "output o string = (1 + 2\n"];
+    for (const source of broken) expect(syntaxErrors(parser.parse(source).rootNode)).not.toEqual([]);
+  });
+
+  test('the grammar is loaded from tree-sitter-bicep\'s WebAssembly build (ABI 13–14 for web-tree-sitter 0.24)', () => {
+    expect(parser.getLanguage().version).toBeGreaterThanOrEqual(13);
+    expect(parser.getLanguage().version).toBeLessThanOrEqual(14);
+  });
+});
+
+// ----------------------------------------------------------------------------- references
+
+describe('modules, references and API versions', () => {
+  test('main.bicep deploys at resource-group scope', () => {
+    const scope = named(mainFile().root).find((n) => n.type === 'target_scope_assignment');
+    expect(scope === undefined ? undefined : literal(named(scope)[0])).toBe('resourceGroup');
+  });
+
+  test.each(FILE_PATHS.map((p) => [relative(ROOT, p), p]))('%s: every identifier is declared', (_name, path) => {
+    expect(unresolvedIdentifiers(file(path))).toEqual([]);
+  });
+
+  test.each(FILE_PATHS.map((p) => [relative(ROOT, p), p]))('%s: modules are local files called with exactly their parameters', (_name, path) => {
+    const caller = file(path);
+    for (const module of caller.modules) {
+      expect(module.path).not.toMatch(/^(br|ts)[:/]/); // no registry modules: every line is here to read
+      const target = files.get(resolve(dirname(path), module.path));
+      expect({ module: module.symbol, found: target !== undefined }).toEqual({ module: module.symbol, found: true });
+      if (target === undefined) continue;
+      const given = Object.keys(module.params);
+      expect({ module: module.symbol, undeclared: given.filter((p) => !target.params.has(p)) }).toEqual({ module: module.symbol, undeclared: [] });
+      const required = [...target.params.values()].filter((p) => !p.hasDefault).map((p) => p.name);
+      expect({ module: module.symbol, missing: required.filter((p) => !given.includes(p)) }).toEqual({ module: module.symbol, missing: [] });
+    }
+  });
+
+  test.each(FILE_PATHS.map((p) => [relative(ROOT, p), p]))('%s: module outputs referenced exist', (_name, path) => {
+    expect(unknownModuleOutputs(file(path), files)).toEqual([]);
+  });
+
+  test('every module file is used by main.bicep', () => {
+    const used = mainFile().modules.map((m) => resolve(INFRA, m.path));
+    expect(FILE_PATHS.filter((p) => p !== MAIN).filter((p) => !used.includes(p))).toEqual([]);
+  });
+
+  test('every resource has a full type and a pinned, non-preview API version', () => {
+    const loose = [...files.values()].flatMap((f) => f.resources.filter((r) => !/^[A-Za-z]+\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}$/.test(r.typeWithVersion)).map((r) => `${f.name}: ${r.symbol} ${r.typeWithVersion}`));
+    expect(loose).toEqual([]);
+  });
+});
+
+// ----------------------------------------------------------------------------- parameter files
+
+interface ParameterFile {
+  $schema: string;
+  contentVersion: string;
+  parameters: Record<string, { value?: unknown; reference?: unknown }>;
+}
+const parameterFile = (env: string): ParameterFile => JSON.parse(readFileSync(join(INFRA, 'env', `${env}.parameters.json`), 'utf8')) as ParameterFile;
+const envValue = (env: string, name: string): unknown => parameterFile(env).parameters[name]?.value;
+
+function typeProblems(param: Param, value: unknown): string[] {
+  const problems: string[] = [];
+  const is: Record<string, (v: unknown) => boolean> = {
+    string: (v) => typeof v === 'string',
+    int: (v) => Number.isInteger(v),
+    bool: (v) => typeof v === 'boolean',
+    array: (v) => Array.isArray(v),
+    object: (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+  };
+  const check = is[param.type];
+  if (check === undefined) return [`${param.name}: type ${param.type} is not one this test checks`];
+  if (!check(value)) return [`${param.name}: ${JSON.stringify(value)} is not a ${param.type}`];
+  const [allowed] = param.decorators.allowed ?? [];
+  if (Array.isArray(allowed) && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(value))) problems.push(`${param.name}: ${JSON.stringify(value)} is not one of ${JSON.stringify(allowed)}`);
+  const bound = (name: string): number | undefined => (typeof param.decorators[name]?.[0] === 'number' ? (param.decorators[name][0] as number) : undefined);
+  const size = typeof value === 'string' || Array.isArray(value) ? value.length : undefined;
+  if (bound('minValue') !== undefined && (value as number) < (bound('minValue') as number)) problems.push(`${param.name}: below @minValue`);
+  if (bound('maxValue') !== undefined && (value as number) > (bound('maxValue') as number)) problems.push(`${param.name}: above @maxValue`);
+  if (bound('minLength') !== undefined && size !== undefined && size < (bound('minLength') as number)) problems.push(`${param.name}: shorter than @minLength`);
+  if (bound('maxLength') !== undefined && size !== undefined && size > (bound('maxLength') as number)) problems.push(`${param.name}: longer than @maxLength`);
+  return problems;
+}
+
+describe.each(ENVIRONMENTS)('infra/env/%s.parameters.json', (env) => {
+  test('is an ARM deployment parameters file', () => {
+    const json = parameterFile(env);
+    expect(json.$schema).toBe('https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#');
+    expect(json.contentVersion).toBe('1.0.0.0');
+    for (const [name, entry] of Object.entries(json.parameters)) expect({ name, keys: Object.keys(entry) }).toEqual({ name, keys: ['value'] });
+  });
+
+  test('gives only parameters main.bicep declares, each of a compatible type and within its decorators', () => {
+    const declared = mainFile().params;
+    const problems = Object.entries(parameterFile(env).parameters).flatMap(([name, { value }]) => {
+      const param = declared.get(name);
+      return param === undefined ? [`${name}: not declared in main.bicep`] : typeProblems(param, value);
+    });
+    expect(problems).toEqual([]);
+  });
+
+  test('gives every parameter that has no default', () => {
+    const given = Object.keys(parameterFile(env).parameters);
+    const required = [...mainFile().params.values()].filter((p) => !p.hasDefault).map((p) => p.name);
+    expect(required.filter((name) => !given.includes(name))).toEqual([]);
+  });
+
+  test('names its own environment', () => {
+    expect(envValue(env, 'environmentName')).toBe(env);
+  });
+
+  test('holds no secret', () => {
+    const text = readFileSync(join(INFRA, 'env', `${env}.parameters.json`), 'utf8');
+    expect(text).not.toMatch(/AccountKey=|SharedAccessSignature|[?&]sig=|InstrumentationKey=|-----BEGIN|password|clientSecret/i);
+    const secure = [...mainFile().params.values()].filter((p) => 'secure' in p.decorators).map((p) => p.name);
+    expect(Object.keys(parameterFile(env).parameters).filter((name) => secure.includes(name))).toEqual([]);
+  });
+});
+
+describe('environments differ where they should', () => {
+  test('prod scales further than dev', () => {
+    expect(envValue('prod', 'maximumInstanceCount') as number).toBeGreaterThan(envValue('dev', 'maximumInstanceCount') as number);
+  });
+
+  test('prod pages on-call through an action group; dev does not page', () => {
+    expect(envValue('prod', 'alertsEnabled')).toBe(true);
+    expect(envValue('prod', 'onCallActionGroupId')).toMatch(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Insights\/actionGroups\/[^/]+$/i);
+    expect(envValue('dev', 'alertsEnabled')).toBe(false);
+  });
+
+  test('prod keeps its data: zone-redundant storage, a delete lock, longer retention', () => {
+    expect(envValue('prod', 'storageSku')).not.toBe('Standard_LRS');
+    expect(envValue('prod', 'storageDeleteLock')).toBe(true);
+    expect(envValue('prod', 'logRetentionInDays') as number).toBeGreaterThan(envValue('dev', 'logRetentionInDays') as number);
+  });
+
+  test('both environments require the app role', () => {
+    for (const env of ENVIRONMENTS) expect(envValue(env, 'authRequiredRole')).toMatch(/\S/);
+  });
+});
+
+// ----------------------------------------------------------------------------- secrets
+
+describe('no secret in the templates', () => {
+  const SECRET_NAME = /secret|password|key$|connectionstring|token|sas/i;
+  /** Parameters whose names look secret but are not, each with the reason. */
+  const NOT_SECRET: Record<string, string> = {
+    appInsightsConnectionString: 'an address: the component has local authentication off, so it grants nothing',
+  };
+
+  test('a @secure() parameter has no default, and secret-looking parameters are @secure()', () => {
+    const problems = [...files.values()].flatMap((f) => [...f.params.values()].flatMap((p) => {
+      if ('secure' in p.decorators) return p.hasDefault ? [`${f.name}: ${p.name} has a default`] : [];
+      return SECRET_NAME.test(p.name) && !(p.name in NOT_SECRET) ? [`${f.name}: ${p.name} looks secret but is not @secure()`] : [];
+    }));
+    expect(problems).toEqual([]);
+  });
+
+  test('no key is listed or embedded: everything authenticates with the managed identity', () => {
+    for (const f of files.values()) {
+      expect({ file: f.name, text: f.root.text.match(/list(Keys|ConnectionStrings|Secrets|AccountSas|ServiceSas)\s*\(|AccountKey=|SharedAccessSignature/g) }).toEqual({ file: f.name, text: null });
+    }
+  });
+});
+
+// ----------------------------------------------------------------------------- app settings
+
+/** How each setting the service reads gets its value in Azure. */
+const FROM_PARAMETER: Partial<Record<SettingName, string>> = {
+  AUTH_TENANT_ID: 'authTenantId',
+  AUTH_AUTHORITY_HOST: 'authAuthorityHost',
+  AUTH_AUDIENCE: 'authAudiences',
+  AUTH_ALLOWED_ISSUERS: 'authAllowedIssuers',
+  AUTH_REQUIRED_ROLE: 'authRequiredRole',
+  AUTH_PARTNER_CLAIM: 'authPartnerClaim',
+  AUTH_CLOCK_TOLERANCE_SECONDS: 'authClockToleranceSeconds',
+  AUTH_ALGORITHMS: 'authAlgorithms',
+  PARTNERS_TABLE: 'partnersTableName',
+  LOANS_TABLE: 'loansTableName',
+  DRAWS_TABLE: 'drawsTableName',
+  IDEMPOTENCY_TABLE: 'idempotencyTableName',
+  DRAW_DAY_TIMEZONE: 'drawDayTimeZone',
+  MAX_BATCH_SIZE: 'maxBatchSize',
+  TELEMETRY_SAMPLING_PERCENTAGE: 'telemetrySamplingPercentage',
+};
+const FROM_RESOURCES: Partial<Record<SettingName, string>> = {
+  TABLES_ENDPOINT: 'the storage account\'s table endpoint (storage module output)',
+  APPLICATIONINSIGHTS_CONNECTION_STRING: 'the Application Insights component (monitoring module output)',
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: "Authorization=AAD with the app's user-assigned identity (identity module output)",
+};
+/** Settings the service reads that are deliberately not set in Azure, each with the reason. */
+const NOT_SET_IN_AZURE: Partial<Record<SettingName, string>> = {
+  TABLES_CONNECTION_STRING: 'the app reaches the tables with its managed identity through TABLES_ENDPOINT; the account allows no shared key, and setting both fails start-up',
+  AUTH_OPENID_CONFIG_URL: 'derived by the service from AUTH_AUTHORITY_HOST and AUTH_TENANT_ID (the tenant\'s v2.0 metadata)',
+};
+/** Settings Flex Consumption rejects or ignores (its functionAppConfig holds runtime, scale and package). */
+const FLEX_DEPRECATED = [
+  'FUNCTIONS_WORKER_RUNTIME', 'FUNCTIONS_EXTENSION_VERSION', 'WEBSITE_RUN_FROM_PACKAGE', 'WEBSITE_CONTENTSHARE',
+  'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING', 'WEBSITE_NODE_DEFAULT_VERSION', 'SCM_DO_BUILD_DURING_DEPLOYMENT',
+  'ENABLE_ORYX_BUILD', 'WEBSITE_TIME_ZONE', 'TZ', 'AzureWebJobsStorage',
+];
+
+function appSettings(): ObjectValue {
+  const config = moduleFile('functionApp').resources.filter((r) => r.type === 'Microsoft.Web/sites/config' && r.body.name === 'appsettings');
+  expect(config).toHaveLength(1);
+  return config[0].body.properties as ObjectValue;
+}
+
+/** The source text an expression stands for, with the variables it names expanded. */
+function expanded(bicep: BicepFile, text: string, depth = 3): string {
+  if (depth === 0) return text;
+  const vars = (text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []).filter((id) => bicep.vars.has(id));
+  return [text, ...vars.map((id) => expanded(bicep, (bicep.vars.get(id) as SyntaxNode).text, depth - 1))].join(' ');
+}
+
+describe('app settings cover every setting the service reads (lib/config SETTING_NAMES)', () => {
+  test('each setting is set from a parameter, set from a resource, or deliberately not set', () => {
+    const classified = SETTING_NAMES.map((name) => [name, [FROM_PARAMETER, FROM_RESOURCES, NOT_SET_IN_AZURE].filter((group) => name in group).length]);
+    expect(classified.filter(([, count]) => count !== 1)).toEqual([]);
+    const known: string[] = [...SETTING_NAMES];
+    expect([...Object.keys(FROM_PARAMETER), ...Object.keys(FROM_RESOURCES), ...Object.keys(NOT_SET_IN_AZURE)].filter((n) => !known.includes(n))).toEqual([]);
+  });
+
+  test('Bicep sets every setting production needs', () => {
+    const set = Object.keys(appSettings());
+    const needed = SETTING_NAMES.filter((name) => !(name in NOT_SET_IN_AZURE));
+    expect(needed.filter((name) => !set.includes(name))).toEqual([]);
+  });
+
+  test('Bicep does not set the settings that are deliberately left out', () => {
+    const set = Object.keys(appSettings());
+    expect(Object.keys(NOT_SET_IN_AZURE).filter((name) => set.includes(name))).toEqual([]);
+  });
+
+  test('each parameter-driven setting is wired from its main.bicep parameter', () => {
+    const settings = appSettings();
+    const moduleParams = mainModule('functionApp').params;
+    const problems = Object.entries(FROM_PARAMETER).flatMap(([setting, mainParam]) => {
+      if (!mainFile().params.has(mainParam)) return [`${setting}: main.bicep declares no ${mainParam}`];
+      // setting value → functionApp module parameter → main.bicep expression naming the parameter
+      const moduleParam = exprText(settings[setting]).match(/[A-Za-z_][A-Za-z0-9_]*(?=\)?$)/)?.[0] ?? '';
+      const given = moduleParams[moduleParam];
+      const source = expanded(mainFile(), exprText(given));
+      return new RegExp(`\\b${mainParam}\\b`).test(source) ? [] : [`${setting}: ${moduleParam} = ${exprText(given)} does not come from ${mainParam}`];
+    });
+    expect(problems).toEqual([]);
+  });
+
+  test('local.settings.example.json lists every setting the service reads', () => {
+    const example = JSON.parse(readFileSync(join(ROOT, 'local.settings.example.json'), 'utf8')) as { Values: Record<string, string> };
+    expect(SETTING_NAMES.filter((name) => !(name in example.Values))).toEqual([]);
+  });
+
+  test('the host and the SDKs use the managed identity: storage, tables, telemetry', () => {
+    const settings = appSettings();
+    expect(settings.AzureWebJobsStorage__credential).toBe('managedidentity');
+    expect(exprText(settings.AzureWebJobsStorage__accountName)).toBe('storageAccountName');
+    expect(exprText(settings.AzureWebJobsStorage__clientId)).toBe('identityClientId');
+    expect(exprText(settings.AZURE_CLIENT_ID)).toBe('identityClientId');
+    expect(exprText(settings.APPLICATIONINSIGHTS_AUTHENTICATION_STRING)).toBe("'ClientId=${identityClientId};Authorization=AAD'");
+    expect(exprText(mainModule('functionApp').params.identityClientId)).toBe('identity.outputs.clientId');
+  });
+
+  test('no setting Flex Consumption rejects', () => {
+    expect(Object.keys(appSettings()).filter((name) => FLEX_DEPRECATED.includes(name))).toEqual([]);
+  });
+
+  test('the table parameters default to the tables the code defaults to (DESIGN §4)', () => {
+    const defaults = loadConfig({ AUTH_TENANT_ID: '72f988bf-86f1-41af-91ab-2d7cd011db47', AUTH_AUDIENCE: 'x', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }).tables;
+    const param = (name: string): Value | undefined => mainFile().params.get(name)?.defaultValue;
+    expect([param('partnersTableName'), param('loansTableName'), param('drawsTableName'), param('idempotencyTableName')])
+      .toEqual([defaults.partnersTable, defaults.loansTable, defaults.drawsTable, defaults.idempotencyTable]);
+  });
+
+  test('the storage module creates the same four tables the settings and role assignments name', () => {
+    const tables = literalVar(mainFile(), 'tableNames');
+    expect(tables).toEqual([new Expr('partnersTableName'), new Expr('loansTableName'), new Expr('drawsTableName'), new Expr('idempotencyTableName')]);
+    expect(mainModule('storage').params.tableNames).toEqual(new Expr('tableNames'));
+    for (const name of ['partnersTableName', 'loansTableName', 'drawsTableName', 'idempotencyTableName']) {
+      expect(mainModule('roleAssignments').params[name]).toEqual(new Expr(name));
+      expect(mainModule('functionApp').params[name]).toEqual(new Expr(name));
+    }
+  });
+
+  /** The settings an environment file yields, as the service would read them (resource outputs faked). */
+  function settingsFor(env: string, overrides: Record<string, unknown> = {}): Settings {
+    const value = (name: string): unknown => {
+      if (name in overrides) return overrides[name];
+      const given = parameterFile(env).parameters[name];
+      if (given !== undefined) return given.value;
+      const fallback = mainFile().params.get(name)?.defaultValue;
+      if (name === 'authTenantId' && fallback instanceof Expr) return '72f988bf-86f1-41af-91ab-2d7cd011db47'; // tenant().tenantId
+      if (name === 'authAuthorityHost' && fallback instanceof Expr) return 'https://login.microsoftonline.com/'; // environment().authentication.loginEndpoint
+      return fallback;
+    };
+    const settings: Settings = {
+      TABLES_ENDPOINT: 'https://stdrawreqprodabc123.table.core.windows.net',
+      APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://eastus-8.in.applicationinsights.azure.com/',
+    };
+    for (const [setting, param] of Object.entries(FROM_PARAMETER)) {
+      const v = value(param);
+      settings[setting] = Array.isArray(v) ? v.join(',') : String(v);
+    }
+    return settings;
+  }
+
+  test.each(ENVIRONMENTS)('the settings %s yields pass the service\'s own start-up validation', (env) => {
+    const config = loadConfig(settingsFor(env));
+    expect(config.maxBatchSize).toBe(envValue(env, 'maxBatchSize') ?? 100);
+    expect(config.drawDayTimeZone).toBe(envValue(env, 'drawDayTimeZone'));
+    expect(config.auth.requiredRole).toBe(envValue(env, 'authRequiredRole'));
+    expect(config.tables.endpoint).toBeDefined();
+    expect(config.tables.connectionString).toBeUndefined();
+  });
+
+  test('every whole-number parameter\'s Bicep range is a range the service accepts', () => {
+    const ints = Object.entries(FROM_PARAMETER).filter(([, param]) => mainFile().params.get(param)?.type === 'int');
+    expect(ints.length).toBeGreaterThan(0);
+    for (const [, param] of ints) {
+      const decorators = (mainFile().params.get(param) as Param).decorators;
+      expect({ param, bounded: 'minValue' in decorators && 'maxValue' in decorators }).toEqual({ param, bounded: true });
+      for (const bound of [decorators.minValue[0], decorators.maxValue[0]]) {
+        expect(() => loadConfig(settingsFor('prod', { [param]: bound }))).not.toThrow();
+      }
+    }
+  });
+});
+
+function literalVar(bicep: BicepFile, name: string): Value {
+  const node = bicep.vars.get(name);
+  if (node === undefined) throw new Error(`${bicep.name} declares no var ${name}`);
+  return literal(node);
+}
+
+// ----------------------------------------------------------------------------- resources
+
+describe('security and hosting properties', () => {
+  test('storage: no shared key, TLS 1.2, HTTPS only, no public blob access, private deployment container', () => {
+    const storage = moduleFile('storage');
+    const account = resourceOf(storage, 'Microsoft.Storage/storageAccounts').body;
+    expect(at(account, 'properties.allowSharedKeyAccess')).toBe(false);
+    expect(at(account, 'properties.allowBlobPublicAccess')).toBe(false);
+    expect(at(account, 'properties.minimumTlsVersion')).toBe('TLS1_2');
+    expect(at(account, 'properties.supportsHttpsTrafficOnly')).toBe(true);
+    expect(at(account, 'properties.defaultToOAuthAuthentication')).toBe(true);
+    expect(at(resourceOf(storage, 'Microsoft.Storage/storageAccounts/blobServices/containers').body, 'properties.publicAccess')).toBe('None');
+    expect(storage.root.text).toMatch(/resource tables 'Microsoft\.Storage\/storageAccounts\/tableServices\/tables@[\d-]+' = \[for tableName in tableNames:/);
+  });
+
+  test('Application Insights: workspace-based, local authentication off', () => {
+    const component = resourceOf(moduleFile('monitoring'), 'Microsoft.Insights/components').body;
+    expect(at(component, 'properties.DisableLocalAuth')).toBe(true);
+    expect(exprText(at(component, 'properties.WorkspaceResourceId'))).toBe('workspace.id');
+  });
+
+  test('Flex Consumption plan and a Linux function app on Node 22 with memory and scale from parameters', () => {
+    const app = moduleFile('functionApp');
+    const plan = resourceOf(app, 'Microsoft.Web/serverfarms').body;
+    expect(plan.sku).toEqual({ name: 'FC1', tier: 'FlexConsumption' });
+    expect(at(plan, 'properties.reserved')).toBe(true);
+    const site = resourceOf(app, 'Microsoft.Web/sites').body;
+    expect(site.kind).toBe('functionapp,linux');
+    expect(at(site, 'properties.functionAppConfig.runtime')).toEqual({ name: 'node', version: '22' });
+    expect(at(site, 'properties.functionAppConfig.scaleAndConcurrency')).toEqual({ instanceMemoryMB: new Expr('instanceMemoryMB'), maximumInstanceCount: new Expr('maximumInstanceCount') });
+    expect(mainModule('functionApp').params.instanceMemoryMB).toEqual(new Expr('instanceMemoryMB'));
+    expect(mainModule('functionApp').params.maximumInstanceCount).toEqual(new Expr('maximumInstanceCount'));
+  });
+
+  test('the app: HTTPS only, FTPS off, TLS 1.2, user-assigned identity for the deployment container', () => {
+    const site = resourceOf(moduleFile('functionApp'), 'Microsoft.Web/sites').body;
+    expect(at(site, 'properties.httpsOnly')).toBe(true);
+    expect(at(site, 'properties.siteConfig.ftpsState')).toBe('Disabled');
+    expect(at(site, 'properties.siteConfig.minTlsVersion')).toBe('1.2');
+    expect(at(site, 'properties.siteConfig.scmMinTlsVersion')).toBe('1.2');
+    expect(at(site, 'identity.type')).toBe('UserAssigned');
+    expect(at(site, 'properties.functionAppConfig.deployment.storage')).toEqual({
+      type: 'blobContainer',
+      value: new Expr('deploymentContainerUrl'),
+      authentication: { type: 'UserAssignedIdentity', userAssignedIdentityResourceId: new Expr('identityId') },
+    });
+  });
+});
+
+// ----------------------------------------------------------------------------- role assignments
+
+describe('role assignments: built-in data roles at the narrowest scope', () => {
+  const ROLES: Record<string, string> = {
+    'b7e6dc6d-f1e8-4753-8033-0f276bb0955b': 'Storage Blob Data Owner',
+    '76199698-9eea-4c19-bc75-cec21354c6b6': 'Storage Table Data Reader',
+    '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3': 'Storage Table Data Contributor',
+    '3913510d-42f4-4e42-8a64-420c390055eb': 'Monitoring Metrics Publisher',
+  };
+
+  function assignments(): string[] {
+    return [...files.values()].flatMap((f) => f.resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments').map((r) => {
+      const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
+      const roleVar = exprText(at(r.body, 'properties.roleDefinitionId')).match(/roleDefinitions',\s*([A-Za-z_][A-Za-z0-9_]*)\)$/)?.[1] ?? '';
+      const role = f.vars.has(roleVar) ? String(literalVar(f, roleVar)) : roleVar;
+      const scopeName = scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`;
+      expect({ symbol: r.symbol, principalType: at(r.body, 'properties.principalType') }).toEqual({ symbol: r.symbol, principalType: 'ServicePrincipal' });
+      return `${ROLES[role] ?? `unexpected role ${role}`} → ${scopeName}`;
+    })).sort();
+  }
+
+  test('exactly these roles at exactly these scopes', () => {
+    expect(assignments()).toEqual([
+      'Monitoring Metrics Publisher → Microsoft.Insights/components appInsightsName',
+      'Storage Blob Data Owner → Microsoft.Storage/storageAccounts storageAccountName',
+      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables drawsTableName',
+      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables idempotencyTableName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables loansTableName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
+    ]);
+  });
+
+  test('they are granted to the app\'s managed identity', () => {
+    expect(exprText(mainModule('roleAssignments').params.principalId)).toBe('identity.outputs.principalId');
+    expect(exprText(mainModule('roleAssignments').params.storageAccountName)).toBe('storage.outputs.name');
+    expect(exprText(mainModule('roleAssignments').params.appInsightsName)).toBe('monitoring.outputs.appInsightsName');
+  });
+});
+
+// ----------------------------------------------------------------------------- alerts
+
+describe('alerts that page on-call', () => {
+  /** The outcomes the alerts page on, typed so that a renamed outcome fails to compile. */
+  const PAGED: Record<'500' | '502' | '401', Outcome> = { 500: 'Failed', 502: 'DependencyFailed', 401: 'Unauthorized' };
+  const alerts = (): BicepFile => moduleFile('alerts');
+
+  test('queries read the service\'s own event (lib/telemetry EVENT_NAME)', () => {
+    expect(literalVar(mainFile(), 'eventName')).toBe(EVENT_NAME);
+    expect(mainModule('alerts').params.eventName).toEqual(new Expr('eventName'));
+    expect(exprText(literalVar(alerts(), 'invocations'))).toContain('customEvents | where name == "${eventName}"');
+  });
+
+  test('the 500 rate and the 502 rate are separate rules', () => {
+    const rates = literalVar(alerts(), 'rateAlerts') as ObjectValue[];
+    expect(rates.map((r) => r.outcome).sort()).toEqual([PAGED[500], PAGED[502]].sort());
+    expect(new Set(rates.map((r) => r.name)).size).toBe(2);
+    const rule = (alerts().resources.find((r) => r.symbol === 'rateRules') as Resource).body;
+    const [criterion] = at(rule, 'properties.criteria.allOf') as ObjectValue[];
+    expect(exprText(criterion.query)).toContain('countif(outcome == "${alert.outcome}")');
+    expect(criterion.threshold).toEqual(new Expr('alert.threshold'));
+    expect(at(rule, 'properties.severity')).toEqual(new Expr('alert.severity'));
+  });
+
+  test('a spike of 401s for presented tokens', () => {
+    const rule = (alerts().resources.find((r) => r.symbol === 'unauthorizedSpike') as Resource).body;
+    // Calls without any token (the availability probe, scanners) are not a spike of refused tokens.
+    expect(exprText(literalVar(alerts(), 'invocations'))).toContain('where not(outcome == "Unauthorized" and reason == "ERR_AUTH_MISSING")');
+    const criteria = at(rule, 'properties.criteria.allOf') as ObjectValue[];
+    expect(exprText(criteria[0].query)).toContain(`outcome == "${PAGED[401]}"`);
+    expect(criteria[0].threshold).toEqual(new Expr('unauthorizedSpikeCount'));
+  });
+
+  test('availability: a standard web test POSTs to /DrawRequest without a token and expects 401, with a metric alert on it', () => {
+    const probe = resourceOf(alerts(), 'Microsoft.Insights/webtests').body;
+    expect(at(probe, 'properties.Kind')).toBe('standard');
+    expect(at(probe, 'properties.Request.HttpVerb')).toBe('POST');
+    expect(at(probe, 'properties.ValidationRules.ExpectedHttpStatusCode')).toBe(401);
+    const headers = (at(probe, 'properties.Request.Headers') as ObjectValue[]).map((h) => String(h.key).toLowerCase());
+    expect(headers).not.toContain('authorization');
+    expect(exprText(mainModule('alerts').params.probeUrl)).toMatch(/\/DrawRequest'$/);
+    const host = JSON.parse(readFileSync(join(ROOT, 'host.json'), 'utf8')) as { extensions: { http: { routePrefix: string } } };
+    expect(host.extensions.http.routePrefix).toBe('');
+    const alert = resourceOf(alerts(), 'Microsoft.Insights/metricAlerts').body;
+    expect((at(alert, 'properties.criteria') as ObjectValue)['odata.type']).toBe('Microsoft.Azure.Monitor.WebtestLocationAvailabilityCriteria');
+  });
+
+  test('every rule and the web test follow alertsEnabled and notify the on-call action group parameter', () => {
+    expect(mainModule('alerts').params.enabled).toEqual(new Expr('alertsEnabled'));
+    expect(mainModule('alerts').params.actionGroupId).toEqual(new Expr('onCallActionGroupId'));
+    for (const r of alerts().resources) {
+      const enabled = r.type === 'Microsoft.Insights/webtests' ? at(r.body, 'properties.Enabled') : at(r.body, 'properties.enabled');
+      expect({ rule: r.symbol, enabled }).toEqual({ rule: r.symbol, enabled: new Expr('enabled') });
+      if (r.type !== 'Microsoft.Insights/webtests') expect({ rule: r.symbol, actions: exprText(at(r.body, 'properties.actions')) }).toEqual({ rule: r.symbol, actions: expect.stringContaining('actionGroups') });
+    }
+  });
+});
+
+test('the infra parameter files exist for every environment and nothing else', () => {
+  expect(readdirSync(join(INFRA, 'env')).sort()).toEqual(ENVIRONMENTS.map((e) => `${e}.parameters.json`).sort());
+  expect(existsSync(GRAMMAR)).toBe(true);
+});
