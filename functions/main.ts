@@ -3,7 +3,7 @@
  * here, once: a bad setting fails start-up with a message naming it, not the first request.
  */
 import { app } from '@azure/functions';
-import { DefaultAzureCredential } from '@azure/identity';
+import type { TokenCredential } from '@azure/identity';
 import { loadConfig } from '../lib/config';
 import { noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from './drawRequest';
@@ -11,8 +11,21 @@ import { createDependencies, createDrawRequestHandler } from './drawRequest';
 const config = loadConfig(process.env);
 // Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
 const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
-// Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is used.
-const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
+// Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is
+// used. `@azure/identity` is a large part of what a cold start would load, and nothing needs it
+// before the first storage call asks for a token: it is loaded then.
+const credential = config.tables.endpoint !== undefined ? managedIdentityOnFirstUse() : undefined;
+
+function managedIdentityOnFirstUse(): TokenCredential {
+  let credential: TokenCredential | undefined;
+  return {
+    getToken: (scopes, options) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      credential ??= (require('./managedIdentity') as typeof import('./managedIdentity')).managedIdentity();
+      return credential.getToken(scopes, options);
+    },
+  };
+}
 
 app.http('DrawRequest', {
   route: 'DrawRequest',

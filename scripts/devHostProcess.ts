@@ -30,9 +30,12 @@ export function devHostEntry(): string {
   return found;
 }
 
-/** Starts the dev host with only these settings (plus PATH and HOME) and waits for `listening on`. */
-export async function spawnDevHost(env: Record<string, string> = {}, entry = devHostEntry()): Promise<DevHostProcess> {
-  const child = spawn(process.execPath, [entry], {
+/**
+ * Starts the dev host with only these settings (plus PATH and HOME) and waits for `listening on`.
+ * `nodeArgs` go to Node itself (`--cpu-prof`, for the benchmark).
+ */
+export async function spawnDevHost(env: Record<string, string> = {}, entry = devHostEntry(), nodeArgs: readonly string[] = []): Promise<DevHostProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -87,6 +90,13 @@ export async function spawnDevHost(env: Record<string, string> = {}, entry = dev
       return code;
     },
   };
+}
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; 10 ms resolution). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime and stime, fields 14 and 15 of stat
+  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
 /** VmRSS of a process in MB, from /proc (Linux); NaN where unreadable. */

@@ -1,4 +1,6 @@
+import Ajv from 'ajv';
 import {
+  ELEMENT_SCHEMA,
   canonicalLoanNumber,
   decimalPlaces,
   isJsonContentType,
@@ -696,4 +698,13 @@ describe('what only the request text shows', () => {
     );
     expect(deepInside.ok).toBe(true);
   });
+});
+
+test('the element schema is valid JSON Schema (it is not re-validated at start-up, to spare cold starts)', () => {
+  const ajv = new Ajv({ strict: true });
+  ajv.addKeyword({ keyword: 'loanNumberForm', schemaType: 'boolean' });
+  ajv.addKeyword({ keyword: 'maxDecimalPlaces', schemaType: 'number' });
+  expect(ajv.validateSchema(ELEMENT_SCHEMA)).toBe(true);
+  expect(ajv.errors).toBeNull();
+  expect(ajv.validateSchema({ ...ELEMENT_SCHEMA, required: 'loanNumber' })).toBe(false); // the check can fail
 });

@@ -1,0 +1,352 @@
+/**
+ * `npm run bench` (issue 7): the service against its floor, in one run on this machine.
+ *
+ * - **Service**: the built dev host (a process of its own), loaded by autocannon at a fixed
+ *   concurrency with valid batches of fresh loans (every answer must be 204).
+ * - **Floor**: the same storage work done directly with `@azure/data-tables` in this process at
+ *   the same concurrency: one parallel round of point reads (the batch's loans and today's draw
+ *   rows), then one entity-group transaction. Nothing can do the job with less.
+ * - **Storage calls per request**, counted at a proxy in front of Azurite for a separate dev host.
+ * - **CPU**: the dev host's own CPU time (from /proc), per request, against this process's CPU
+ *   time for the floor (`process.cpuUsage`); Azurite's CPU counts for neither.
+ * - **A CPU profile** (`--cpu-prof`) of the dev host at batch 100, its top functions by self time.
+ * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
+ *
+ * Writes bench/results.md. Azurite and the service share this machine's cores, so absolute numbers
+ * are this machine's; the ratios are what the targets are about.
+ */
+import autocannon from 'autocannon';
+import { RestError, TableClient, odata, type TableEntity, type TransactionAction } from '@azure/data-tables';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { startAzurite, type Azurite } from './azurite';
+import { createTables, putPartner, tableClient } from './demoData';
+import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
+import { startOidcProvider, type OidcProvider } from './oidcProvider';
+import { startCountingProxy, type CountingProxy } from './countingProxy';
+
+const ROOT = join(__dirname, '..', '..');
+const RESULTS = join(ROOT, 'bench', 'results.md');
+const PROFILES = join(ROOT, 'bench', 'profiles');
+const AUDIENCE = 'api://draw-request-bench';
+const CLIENT = 'bench-client';
+const PARTNER = 'BENCH';
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+/** Requests per batch size: enough for stable medians, few enough that seeding stays quick. */
+const PLAN: readonly { size: number; requests: number }[] = [
+  { size: 1, requests: Number(process.env.BENCH_REQUESTS_1 ?? 800) },
+  { size: 10, requests: Number(process.env.BENCH_REQUESTS_10 ?? 300) },
+  { size: 100, requests: Number(process.env.BENCH_REQUESTS_100 ?? 60) },
+];
+const WARMUP = CONCURRENCY * 2;
+const SERVICE_TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
+const FLOOR_TABLES = { partnersTable: 'FloorPartners', loansTable: 'FloorLoans', drawsTable: 'FloorDraws', idempotencyTable: 'FloorKeys' };
+
+interface Latency {
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+}
+
+interface Run {
+  readonly rps: number;
+  readonly latency: Latency;
+  readonly errors: number;
+  /** CPU ms per request of the measured process. */
+  readonly cpuPerRequest: number;
+}
+
+const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const f1 = (n: number) => n.toFixed(1);
+const f2 = (n: number) => n.toFixed(2);
+
+/** Loan numbers handed out once each, seeded into both loans tables before they are used. */
+class LoanPool {
+  private next = 1_000_000;
+  private readonly seeded: number[] = [];
+
+  constructor(private readonly tables: readonly TableClient[]) {}
+
+  async seed(count: number): Promise<void> {
+    const numbers = Array.from({ length: count }, () => ++this.next);
+    for (let i = 0; i < numbers.length; i += 200) {
+      const chunk = numbers.slice(i, i + 200);
+      await Promise.all(
+        chunk.flatMap((n) =>
+          this.tables.map((table) =>
+            table.upsertEntity({ partitionKey: String(n), rowKey: '', PartnerId: PARTNER, AvailableCredit: { value: '1000000', type: 'Double' }, FundingInvestorId: 'INV-1' }, 'Replace'),
+          ),
+        ),
+      );
+    }
+    this.seeded.push(...numbers);
+  }
+
+  take(count: number): number[] {
+    if (this.seeded.length < count) throw new Error('bench: not enough seeded loans');
+    return this.seeded.splice(0, count);
+  }
+}
+
+const batchBody = (loans: readonly number[]) => JSON.stringify(loans.map((loanNumber) => ({ loanNumber, requestor: 'bench@partner.example', amount: 12.34 })));
+
+/** The service under autocannon: `requests` posts of `size` fresh loans each, all expected 204. */
+async function runService(host: DevHostProcess, token: string, pool: LoanPool, size: number, requests: number): Promise<Run> {
+  const cpuBefore = cpuMs(host.pid);
+  const result = await autocannon({
+    url: host.url,
+    connections: CONCURRENCY,
+    amount: requests,
+    requests: [
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        setupRequest: (request: object) => ({ ...request, body: batchBody(pool.take(size)) }),
+      },
+    ],
+  });
+  const cpu = cpuMs(host.pid) - cpuBefore;
+  const ok = result['2xx'];
+  return {
+    rps: result.requests.average,
+    latency: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99 },
+    errors: result.errors + result.non2xx + result.timeouts,
+    cpuPerRequest: cpu / Math.max(1, ok),
+  };
+}
+
+/** One parallel round of point reads, as the service makes them (a PK+RK query of one row). */
+function pointRead(client: TableClient, partitionKey: string, rowKey: string): Promise<unknown> {
+  const filter = odata`PartitionKey eq ${partitionKey} and RowKey eq ${rowKey}`;
+  return client.listEntities({ queryOptions: { filter } }).byPage({ maxPageSize: 1 }).next();
+}
+
+/** The floor: the same storage work straight through the SDK, at the same concurrency. */
+async function runFloor(loans: TableClient, draws: TableClient, pool: LoanPool, size: number, requests: number): Promise<Run> {
+  const day = new Date().toISOString().slice(0, 10);
+  const latencies: number[] = [];
+  let errors = 0;
+  let left = requests;
+  const worker = async () => {
+    while (left > 0) {
+      left -= 1;
+      const batch = pool.take(size);
+      const start = performance.now();
+      try {
+        await Promise.all([...batch.map((n) => pointRead(loans, String(n), '')), ...batch.map((n) => pointRead(draws, day, String(n)))]);
+        const actions: TransactionAction[] = batch.map((n, i) => ['create', floorRow(day, n, i)]);
+        await draws.submitTransaction(actions);
+      } catch (error) {
+        if (!(error instanceof RestError)) throw error;
+        errors += 1;
+      }
+      latencies.push(performance.now() - start);
+    }
+  };
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return {
+    rps: requests / elapsed,
+    latency: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) },
+    errors,
+    cpuPerRequest: (cpu.user + cpu.system) / 1000 / requests,
+  };
+}
+
+/** The row the service writes, property for property. */
+function floorRow(day: string, loanNumber: number, index: number): TableEntity {
+  return {
+    partitionKey: day,
+    rowKey: String(loanNumber),
+    Amount: { value: '12.34', type: 'Double' },
+    Requestor: 'bench@partner.example',
+    PartnerId: PARTNER,
+    ClientId: CLIENT,
+    Status: 'Pending',
+    SubmittedAt: { value: new Date().toISOString(), type: 'DateTime' },
+    RequestId: '00000000-0000-0000-0000-000000000000',
+    BatchIndex: { value: String(index), type: 'Int32' },
+  };
+}
+
+/** Storage HTTP calls per request, for each batch size, through a counting proxy. */
+async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, token: string, pool: LoanPool): Promise<Map<number, { cold: number; warm: number; transactions: number }>> {
+  const proxy: CountingProxy = await startCountingProxy(azurite.port);
+  const host = await spawnDevHost({ ...hostEnv, TABLES_CONNECTION_STRING: azurite.connectionString.replace(`:${azurite.port}/`, `:${proxy.port}/`) });
+  const counts = new Map<number, { cold: number; warm: number; transactions: number }>();
+  try {
+    let cold = 0;
+    for (const { size } of PLAN) {
+      const post = async () => {
+        proxy.reset();
+        const response = await fetch(host.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: batchBody(pool.take(size)) });
+        if (response.status !== 204) throw new Error(`bench: counting request answered ${response.status}`);
+        return { calls: proxy.calls(), transactions: proxy.transactions() };
+      };
+      if (cold === 0) cold = (await post()).calls; // the first request of the instance: partner not cached
+      const warm = await post();
+      counts.set(size, { cold: size === PLAN[0].size ? cold : Number.NaN, warm: warm.calls, transactions: warm.transactions });
+    }
+  } finally {
+    await host.stop();
+    await proxy.close();
+  }
+  return counts;
+}
+
+/** Top functions by self time in a .cpuprofile (V8's format). */
+function topFunctions(file: string, count: number): { name: string; share: number }[] {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+    samples: number[];
+  };
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  for (const id of profile.samples) {
+    const frame = byNode.get(id)?.callFrame;
+    if (frame === undefined) continue;
+    const where = frame.url === '' ? '' : ` (${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(dist\/)?/, '')}:${frame.lineNumber + 1})`;
+    const name = `${frame.functionName || '(anonymous)'}${where}`;
+    self.set(name, (self.get(name) ?? 0) + 1);
+  }
+  const total = profile.samples.length;
+  return [...self].sort((a, b) => b[1] - a[1]).slice(0, count).map(([name, n]) => ({ name, share: n / total }));
+}
+
+/** Median load time and RSS of an entry module, each in a fresh process. */
+function loadTime(entry: string, runs: number): { ms: number; rssMb: number } {
+  const samples: { ms: number; rssMb: number }[] = [];
+  const probe = `const t=performance.now();require(${JSON.stringify(entry)});const ms=performance.now()-t;console.log(JSON.stringify({ms,rssMb:process.memoryUsage().rss/1048576}));process.exit(0)`;
+  const env = { PATH: process.env.PATH ?? '', AUTH_OPENID_CONFIG_URL: 'http://127.0.0.1:9/.well-known/openid-configuration', AUTH_AUDIENCE: AUDIENCE, TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' };
+  for (let i = 0; i < runs; i++) {
+    const out = spawnSync(process.execPath, ['-e', probe], { env, encoding: 'utf8' });
+    samples.push(JSON.parse(out.stdout.trim().split('\n').pop() ?? '{}'));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { ms: median(samples.map((s) => s.ms)), rssMb: median(samples.map((s) => s.rssMb)) };
+}
+
+async function main(): Promise<void> {
+  const date = new Date().toISOString();
+  let azurite: Azurite | undefined;
+  let provider: OidcProvider | undefined;
+  let host: DevHostProcess | undefined;
+  try {
+    [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
+    for (const tables of [SERVICE_TABLES, FLOOR_TABLES]) await createTables(azurite.connectionString, tables);
+    await putPartner(tableClient(azurite.connectionString, SERVICE_TABLES.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
+    const token = await provider.server.issuer.buildToken({
+      expiresIn: 3600,
+      scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: CLIENT, sub: CLIENT, idtyp: 'app' }),
+    });
+    const hostEnv = {
+      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+      AUTH_AUDIENCE: AUDIENCE,
+      TABLES_CONNECTION_STRING: azurite.connectionString,
+    };
+    const serviceLoans = tableClient(azurite.connectionString, SERVICE_TABLES.loansTable);
+    const floorLoans = tableClient(azurite.connectionString, FLOOR_TABLES.loansTable);
+    const floorDraws = tableClient(azurite.connectionString, FLOOR_TABLES.drawsTable);
+    // Each side draws from its own copy of the same loans, so both tables grow alike.
+    const servicePool = new LoanPool([serviceLoans]);
+    const floorPool = new LoanPool([floorLoans]);
+    const needed = PLAN.reduce((n, p) => n + (p.requests + WARMUP) * p.size, 0);
+    process.stdout.write(`seeding ${needed} loans for each side…\n`);
+    await Promise.all([servicePool.seed(needed + 2 * (1 + 10 + 100)), floorPool.seed(needed)]);
+
+    const calls = await countCalls(azurite, hostEnv, token, servicePool);
+
+    rmSync(PROFILES, { recursive: true, force: true });
+    mkdirSync(PROFILES, { recursive: true });
+    host = await spawnDevHost(hostEnv, undefined, ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`]);
+    const rows: { size: number; service: Run; floor: Run }[] = [];
+    for (const { size, requests } of PLAN) {
+      await runService(host, token, servicePool, size, WARMUP); // warm caches and JIT
+      await runFloor(floorLoans, floorDraws, floorPool, size, WARMUP);
+      const floor = await runFloor(floorLoans, floorDraws, floorPool, size, requests);
+      const service = await runService(host, token, servicePool, size, requests);
+      rows.push({ size, service, floor });
+      process.stdout.write(`batch ${size}: service p50 ${f1(service.latency.p50)} ms, floor p50 ${f1(floor.latency.p50)} ms\n`);
+    }
+    await host.stop(); // writes the profile
+    host = undefined;
+    const profile = readdirSync(PROFILES).find((f) => f.endsWith('.cpuprofile'));
+    const top = profile === undefined ? [] : topFunctions(join(PROFILES, profile), 12);
+
+    const unbundled = loadTime(join(ROOT, 'dist', 'functions', 'main.js'), 7);
+    const bundled = loadTime(join(ROOT, 'dist', 'bundle', 'main.js'), 7);
+
+    const cpu = cpus();
+    const lines = [
+      '# Benchmark results',
+      '',
+      `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
+      `Azurite (in memory), the dev host and the load generator share the machine. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
+      '',
+      '## Latency and throughput: service against the floor',
+      '',
+      'The floor is the same storage work done directly with `@azure/data-tables` (one parallel round of point reads, then one transaction), at the same concurrency.',
+      '',
+      '| batch | requests | service req/s | service p50 / p90 / p99 ms | floor req/s | floor p50 / p90 / p99 ms | p50 ratio | errors |',
+      '|---|---|---|---|---|---|---|---|',
+      ...rows.map(({ size, service: s, floor: fl }) =>
+        `| ${size} | ${PLAN.find((p) => p.size === size)?.requests} | ${f1(s.rps)} | ${f1(s.latency.p50)} / ${f1(s.latency.p90)} / ${f1(s.latency.p99)} | ${f1(fl.rps)} | ${f1(fl.latency.p50)} / ${f1(fl.latency.p90)} / ${f1(fl.latency.p99)} | **${f2(s.latency.p50 / fl.latency.p50)}×** | ${s.errors + fl.errors} |`,
+      ),
+      '',
+      '## CPU per request',
+      '',
+      "Service: the dev host process's own CPU time (user + system, /proc) over the run, per 204. Floor: this process's `process.cpuUsage` over the floor run, per batch. Azurite's CPU is in neither.",
+      '',
+      '| batch | service CPU ms/request | floor CPU ms/request | ratio |',
+      '|---|---|---|---|',
+      ...rows.map(({ size, service: s, floor: fl }) => `| ${size} | ${f2(s.cpuPerRequest)} | ${f2(fl.cpuPerRequest)} | **${f2(s.cpuPerRequest / fl.cpuPerRequest)}×** |`),
+      '',
+      '## Storage HTTP calls per request',
+      '',
+      'Counted at a proxy in front of Azurite. That the reads are one parallel round, followed by the transaction, is proven by `tests/integration/storageCalls.test.ts` (a proxy that holds answers until every read of the round is in flight).',
+      '',
+      '| batch | calls, partner cached | of which transactions | first request of an instance |',
+      '|---|---|---|---|',
+      ...PLAN.map(({ size }) => {
+        const c = calls.get(size);
+        return `| ${size} | ${c?.warm} | ${c?.transactions} | ${Number.isNaN(c?.cold) ? '' : `${c?.cold} (with the partner read)`} |`;
+      }),
+      '',
+      '## Cold start: loading the deployable entry module',
+      '',
+      'Medians of 7 fresh processes each, `require` of the entry module until it returns (no telemetry configured).',
+      '',
+      '| entry | load ms | RSS MB |',
+      '|---|---|---|',
+      `| \`tsc\` output, \`dist/functions/main.js\` | ${f1(unbundled.ms)} | ${f1(unbundled.rssMb)} |`,
+      `| esbuild bundle, \`dist/bundle/main.js\` (what \`npm run package\` ships) | ${f1(bundled.ms)} | ${f1(bundled.rssMb)} |`,
+      `| ratio | **${f2(bundled.ms / unbundled.ms)}×** | |`,
+      '',
+      '## Profile of the dev host (`--cpu-prof`), whole run, top functions by self time',
+      '',
+      '| self time | function |',
+      '|---|---|',
+      ...top.map((t) => `| ${(t.share * 100).toFixed(1)} % | \`${t.name}\` |`),
+      '',
+    ];
+    mkdirSync(join(ROOT, 'bench'), { recursive: true });
+    writeFileSync(RESULTS, lines.join('\n'));
+    process.stdout.write(`\n${lines.join('\n')}\nwritten to ${RESULTS}\n`);
+    const failed = rows.some((r) => r.service.errors + r.floor.errors > 0);
+    if (failed) process.exitCode = 1;
+  } finally {
+    await host?.stop();
+    await Promise.allSettled([azurite?.stop(true), provider?.stop()]);
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
