@@ -7,9 +7,11 @@
  *   it reads its own package files at run time; the package ships it as a dependency.
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-export const ROOT = join(__dirname, '..', '..');
+// scripts/ from the sources (tests), dist/scripts/ once compiled.
+export const ROOT = existsSync(join(__dirname, '..', 'package.json')) ? join(__dirname, '..') : join(__dirname, '..', '..');
 export const BUNDLE = join(ROOT, 'dist', 'bundle', 'main.js');
 export const BUNDLE_EXTERNALS = ['@azure/functions-core', 'applicationinsights'] as const;
 

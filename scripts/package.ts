@@ -4,22 +4,23 @@
  *
  * The zip holds, at its root:
  * - `host.json`;
- * - `package.json`: name, version, engines, `main` and the production `dependencies` (no scripts, no
- *   devDependencies);
- * - the compiled code: `dist/<f>.js` for every `functions/**.ts` and `lib/**.ts` (not the dev host and
- *   other tools in `dist/scripts`), which must be newer than its source;
- * - `node_modules/…`: exactly the packages package-lock.json does not mark `dev`, copied from the
- *   installed tree after their versions are checked against the lockfile (so no network: `npm ci` has
- *   already put them there), less source maps and type declarations, which the runtime never reads.
+ * - `package.json`: name, version, engines, `main` (the bundle) and, as `dependencies`, only the
+ *   production packages the bundle leaves outside it (no scripts, no devDependencies);
+ * - the code: the esbuild bundle of functions/main.ts (scripts/bundle.ts: one file to load at cold
+ *   start instead of hundreds) and the managed-identity file it loads on demand, which must be newer
+ *   than every source of `functions/` and `lib/`;
+ * - `node_modules/…`: the packages the bundle requires and everything they need, found through the
+ *   lockfile and copied from the installed tree after their versions are checked against it (so no
+ *   network: `npm ci` has already put them there), less source maps and type declarations.
  *
  * The check on the written zip: host.json at the root, `main` and every relative `require` of the
  * compiled code present, every package the code requires a production dependency that is in the zip,
  * no tests, settings files, sources, tools or dev-only package, no native addon, and the size limits.
  * Entries are sorted and dated 2000-01-01, so the same inputs give the same zip.
  *
- * The zip is written here with Node's own zlib (deflate, CRC-32) rather than a zip library: about
- * 19,000 small files take ~2 s this way against 6–9 s through yazl or fflate, and the package test
- * builds it on every run. It is read back with yauzl, an independent reader, for the check.
+ * The zip is written here with Node's own zlib (deflate, CRC-32) rather than a zip library (a
+ * library took 3–4 times as long on the package's thousands of small files, and the package test
+ * builds it on every run). It is read back with yauzl, an independent reader, for the check.
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
@@ -28,6 +29,7 @@ import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { crc32, deflateRawSync } from 'node:zlib';
 import * as yauzl from 'yauzl';
+import { BUNDLE_EXTERNALS } from './bundle';
 
 /** Limits the written zip must stay under: far above today's size, far below one with dev packages in it. */
 export const PACKAGE_LIMITS = {
@@ -36,8 +38,15 @@ export const PACKAGE_LIMITS = {
   maxEntries: 30_000,
 } as const;
 
-/** Folders whose TypeScript sources compile to the code the Functions host loads. */
+/** Folders whose TypeScript sources make up the code the Functions host loads. */
 export const CODE_FOLDERS = ['functions', 'lib'] as const;
+
+/** What the Functions host loads (scripts/bundle.ts builds it), and the file it requires on demand. */
+export const PACKAGED_MAIN = 'dist/bundle/main.js';
+export const PACKAGED_CODE = [PACKAGED_MAIN, 'dist/bundle/managedIdentity.js'] as const;
+
+/** Required by the code but provided by the Functions host at run time: never shipped. */
+export const HOST_PROVIDED = ['@azure/functions-core'] as const;
 
 /** Files in a production package the runtime never reads: source maps and type declarations. */
 const NOT_NEEDED_AT_RUNTIME = /(\.map|\.d\.ts|\.d\.mts|\.d\.cts)$/;
@@ -58,6 +67,8 @@ export interface Manifest {
 
 interface LockEntry {
   readonly version?: string;
+  readonly dependencies?: Record<string, string>;
+  readonly optionalDependencies?: Record<string, string>;
   readonly dev?: boolean;
   readonly optional?: boolean;
   readonly link?: boolean;
@@ -109,9 +120,41 @@ function filesUnder(dir: string, skip: (name: string, isDirectory: boolean) => b
     });
 }
 
-/** The production manifest: what the Functions host and Node need, nothing else. */
+/** The production manifest: the bundle as `main`, and the dependencies it leaves outside itself. */
 export function productionManifest(manifest: Manifest): Manifest {
-  return { name: manifest.name, version: manifest.version, main: manifest.main, engines: manifest.engines, dependencies: manifest.dependencies };
+  const dependencies = Object.fromEntries(Object.entries(manifest.dependencies).filter(([name]) => (BUNDLE_EXTERNALS as readonly string[]).includes(name)));
+  return { name: manifest.name, version: manifest.version, main: PACKAGED_MAIN, engines: manifest.engines, dependencies };
+}
+
+/** Where Node would find `name` when required from the package at lockfile path `from`. */
+function resolveInLock(lock: Lockfile, from: string, name: string): string | undefined {
+  let dir = from;
+  for (;;) {
+    if (lock.packages[`${dir}/node_modules/${name}`] !== undefined) return `${dir}/node_modules/${name}`;
+    const up = dir.lastIndexOf('/node_modules/');
+    if (up < 0) break;
+    dir = dir.slice(0, up);
+  }
+  return lock.packages[`node_modules/${name}`] === undefined ? undefined : `node_modules/${name}`;
+}
+
+/** The lockfile paths of `roots` and of everything they depend on. */
+function dependencyClosure(lock: Lockfile, roots: readonly string[], problems: string[]): string[] {
+  const found = new Set<string>();
+  const pending: { path?: string; name: string; optional: boolean }[] = roots.map((name) => ({ path: resolveInLock(lock, '', name), name, optional: false }));
+  while (pending.length > 0) {
+    const { path, name, optional } = pending.pop() as (typeof pending)[number];
+    if (path === undefined) {
+      if (!optional) problems.push(`${name} is not in package-lock.json: run npm install`);
+      continue;
+    }
+    if (found.has(path)) continue;
+    found.add(path);
+    const entry = lock.packages[path];
+    for (const dep of Object.keys(entry.dependencies ?? {})) pending.push({ path: resolveInLock(lock, path, dep), name: dep, optional: false });
+    for (const dep of Object.keys(entry.optionalDependencies ?? {})) pending.push({ path: resolveInLock(lock, path, dep), name: dep, optional: true });
+  }
+  return [...found].sort();
 }
 
 /** What goes into the zip, from the project at `root` (built and installed with `npm ci`). */
@@ -125,25 +168,27 @@ export function planPackage(root: string): PackagePlan {
     { zipPath: 'package.json', source: Buffer.from(`${JSON.stringify(productionManifest(manifest), null, 2)}\n`) },
   ];
 
-  // Compiled code: one .js per source, never older than the source.
-  for (const folder of CODE_FOLDERS) {
-    for (const source of filesUnder(join(root, folder), (name, isDirectory) => !isDirectory && !name.endsWith('.ts'))) {
-      const compiled = join(root, 'dist', relative(root, source)).replace(/\.ts$/, '.js');
-      if (!existsSync(compiled)) problems.push(`${toZipPath(relative(root, compiled))} is missing: run npm run build`);
-      else if (statSync(compiled).mtimeMs < statSync(source).mtimeMs) problems.push(`${toZipPath(relative(root, compiled))} is older than its source: run npm run build`);
-      else files.push({ zipPath: toZipPath(relative(root, compiled)), source: compiled });
+  // The bundle, never older than any source it was built from.
+  const newestSource = Math.max(
+    ...CODE_FOLDERS.flatMap((folder) => filesUnder(join(root, folder), (name, isDirectory) => !isDirectory && !name.endsWith('.ts')).map((f) => statSync(f).mtimeMs)),
+  );
+  for (const code of PACKAGED_CODE) {
+    const file = join(root, code);
+    if (!existsSync(file)) problems.push(`${code} is missing: run npm run bundle`);
+    else if (statSync(file).mtimeMs < newestSource) problems.push(`${code} is older than the sources: run npm run bundle`);
+    else {
+      files.push({ zipPath: code, source: file });
+      const legal = file.replace(/\.js$/, '.js.LEGAL.txt'); // licences of the bundled packages
+      if (existsSync(legal)) files.push({ zipPath: toZipPath(relative(root, legal)), source: legal });
     }
   }
 
-  // Production packages: the lockfile's non-dev entries, as installed.
+  // Production packages: what the bundle leaves outside it, and their dependencies, as installed.
+  const devPackages = Object.entries(lock.packages).filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true).map(([path]) => path);
   const packages: string[] = [];
-  const devPackages: string[] = [];
-  for (const [path, entry] of Object.entries(lock.packages)) {
-    if (!path.startsWith('node_modules/')) continue;
-    if (entry.dev === true) {
-      devPackages.push(path);
-      continue;
-    }
+  for (const path of dependencyClosure(lock, Object.keys(productionManifest(manifest).dependencies), problems)) {
+    const entry = lock.packages[path];
+    if (entry.dev === true) problems.push(`${path} is marked dev in package-lock.json but production code needs it`);
     const dir = join(root, path);
     if (!existsSync(dir)) {
       if (entry.optional !== true) problems.push(`${path} is not installed: run npm ci`);
@@ -274,7 +319,7 @@ const FORBIDDEN: readonly [RegExp, string][] = [
   [/^tests?\//, 'tests'],
   [/(^|\/)local\.settings[^/]*\.json$/, 'a local settings file'],
   [/^(functions|lib|scripts|examples)\//, 'TypeScript sources or tools (the zip holds compiled code under dist/)'],
-  [/^dist\/(?!functions\/|lib\/)/, 'compiled tools (dev host, scripts) or build output other than the service'],
+  [/^dist\/(?!bundle\/)/, 'build output other than the bundle (the tsc output, the dev host and tools)'],
   [/^(infra|docs|\.ci|\.git|coverage|\.azurite|__azurite[^/]*|__blobstorage__|__queuestorage__)\//, 'repository material'],
   [/(^|\/)\.env(\..*)?$/, 'an environment file'],
   [/^package-lock\.json$|^tsconfig\.json$|^jest\.config\.js$/, 'build configuration'],
@@ -284,7 +329,8 @@ const FORBIDDEN: readonly [RegExp, string][] = [
 /** Packages a `require`/`import` names, with their relative targets, in compiled CommonJS. */
 function requiredSpecifiers(code: string): string[] {
   const specifiers: string[] = [];
-  for (const match of code.matchAll(/\brequire\(\s*(["'])([^"']+)\1\s*\)|\bimport\(\s*(["'])([^"']+)\3\s*\)/g)) specifiers.push(match[2] ?? match[4]);
+  // Not inside a string: ajv's code generator holds `require("ajv/dist/runtime/…")` as text.
+  for (const match of code.matchAll(/(?<![`'"])\brequire\(\s*(["'])([^"']+)\1\s*\)|\bimport\(\s*(["'])([^"']+)\3\s*\)/g)) specifiers.push(match[2] ?? match[4]);
   return specifiers;
 }
 
@@ -350,6 +396,7 @@ export function checkPackage(entries: readonly ZipEntry[], texts: ReadonlyMap<st
       }
       if (specifier.startsWith('node:') || builtins.has(specifier)) continue;
       const name = packageName(specifier);
+      if ((HOST_PROVIDED as readonly string[]).includes(name)) continue;
       if (manifest !== undefined && !(name in (manifest.dependencies ?? {}))) problems.push(`${file} requires ${name}, which is not a production dependency`);
       if (!paths.has(`node_modules/${name}/package.json`)) problems.push(`${file} requires ${name}, which is not in the zip`);
     }

@@ -1,7 +1,7 @@
 /**
  * `npm run package` (scripts/package.ts): the zip Flex Consumption deploys holds what the Functions
  * host needs to find and load the function, and nothing it must not. The real package is built from
- * the compiled code (`npm test` runs `tsc` first) and the installed production packages, read back
+ * the esbuild bundle (built here first) and the installed production packages, read back
  * with yauzl, unpacked into an empty folder and loaded there by Node with no other node_modules in
  * reach. The checker itself is also shown to catch each kind of mistake on made-up entry lists.
  */
@@ -12,7 +12,8 @@ import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { crc32, inflateRawSync } from 'node:zlib';
 import * as yauzl from 'yauzl';
-import { CODE_FOLDERS, PACKAGE_LIMITS, buildPackage, checkPackage, packageDirsOf, type PackageReport, type ZipEntry } from '../../scripts/package';
+import { bundle } from '../../scripts/bundle';
+import { PACKAGED_CODE, PACKAGED_MAIN, PACKAGE_LIMITS, buildPackage, checkPackage, packageDirsOf, type PackageReport, type ZipEntry } from '../../scripts/package';
 
 const ROOT = resolve(__dirname, '../..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -51,6 +52,7 @@ beforeAll(async () => {
   // Unpacking writes ~19,000 files: memory-backed /dev/shm where there is one keeps that near 1 s.
   work = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'package-test-'));
   zipFile = join(work, 'draw-request-service.zip');
+  await bundle(); // as `npm run package` does before packaging
   const started = Date.now();
   report = await buildPackage(ROOT, zipFile);
   buildMs = Date.now() - started;
@@ -72,19 +74,20 @@ describe('the package Flex Consumption deploys', () => {
     expect(report.texts.get('host.json')).toBe(readFileSync(join(ROOT, 'host.json'), 'utf8'));
   });
 
-  test('package.json: the same main and production dependencies, no devDependencies or scripts', () => {
+  test('package.json: the bundle as main; as dependencies only what the bundle leaves outside it; no devDependencies or scripts', () => {
     const packaged = JSON.parse(report.texts.get('package.json') ?? '{}') as Record<string, unknown>;
-    expect(packaged.main).toBe(manifest.main);
-    expect(packaged?.dependencies).toEqual(manifest.dependencies);
+    expect(packaged.main).toBe(PACKAGED_MAIN);
+    expect(packaged?.dependencies).toEqual({ applicationinsights: manifest.dependencies.applicationinsights });
     expect(packaged).not.toHaveProperty('devDependencies');
     expect(packaged).not.toHaveProperty('scripts');
-    expect(paths.has(manifest.main)).toBe(true);
+    expect(paths.has(PACKAGED_MAIN)).toBe(true);
   });
 
-  test('the compiled code of every functions/ and lib/ source, and no other code of ours', () => {
-    const sources = CODE_FOLDERS.flatMap((folder) => readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => `dist/${folder}/${f.split('\\').join('/').replace(/\.ts$/, '.js')}`));
+  test('the bundle, the managed-identity file it loads on demand, their licence notices, and no other code of ours', () => {
     const ours = [...paths].filter((p) => !p.startsWith('node_modules/')).sort();
-    expect(ours).toEqual(['host.json', 'package.json', ...sources].sort());
+    expect(ours).toEqual(['host.json', 'package.json', ...PACKAGED_CODE, ...PACKAGED_CODE.map((c) => `${c}.LEGAL.txt`)].sort());
+    // The bundle holds the service's code: the handler's error catalogue is in it, not required from elsewhere.
+    expect(report.texts.get(PACKAGED_MAIN)).toContain('Pending Transaction Request');
   });
 
   test('no tests, settings files, sources, tools or repository material', () => {
@@ -99,15 +102,16 @@ describe('the package Flex Consumption deploys', () => {
     const notProduction = [...packaged].filter((dir) => lock.packages[dir] === undefined || lock.packages[dir].dev === true);
     expect(notProduction).toEqual([]);
     for (const name of Object.keys(manifest.devDependencies)) {
-      const neededByProduction = lock.packages[`node_modules/${name}`]?.dev !== true;
-      expect({ name, inZip: packaged.has(`node_modules/${name}`) }).toEqual({ name, inZip: neededByProduction });
+      if (packaged.has(`node_modules/${name}`)) expect({ name, dev: lock.packages[`node_modules/${name}`]?.dev }).toEqual({ name, dev: undefined });
     }
     expect(packaged.has('node_modules/jest')).toBe(false);
     expect(packaged.has('node_modules/azurite')).toBe(false);
   });
 
-  test('every production dependency is there, without source maps or type declarations', () => {
-    for (const name of Object.keys(manifest.dependencies)) expect(paths.has(`node_modules/${name}/package.json`)).toBe(true);
+  test('what the bundle leaves outside it is there; what it holds is not; no source maps or type declarations', () => {
+    expect(paths.has('node_modules/applicationinsights/package.json')).toBe(true);
+    for (const bundled of ['jose', 'ajv', '@azure/data-tables', 'jsonc-parser']) // (@azure/identity is there: applicationinsights needs it)
+      expect(paths.has(`node_modules/${bundled}/package.json`)).toBe(false);
     expect([...paths].filter((p) => /\.(map|d\.ts|d\.mts|d\.cts)$/.test(p))).toEqual([]);
   });
 
@@ -142,15 +146,15 @@ describe('the package check catches', () => {
   const good = (): ZipEntry[] => [
     { path: 'host.json', size: 10 },
     { path: 'package.json', size: 10 },
-    { path: 'dist/functions/main.js', size: 10 },
-    { path: 'dist/lib/config.js', size: 10 },
+    { path: 'dist/bundle/main.js', size: 10 },
+    { path: 'dist/bundle/config.js', size: 10 },
     { path: 'node_modules/@azure/functions/package.json', size: 10 },
   ];
   const texts = (overrides: Record<string, string> = {}): Map<string, string> => new Map(Object.entries({
     'host.json': JSON.stringify({ version: '2.0' }),
-    'package.json': JSON.stringify({ name: 'x', version: '1.0.0', main: 'dist/functions/main.js', dependencies: { '@azure/functions': '4.16.5' } }),
-    'dist/functions/main.js': 'const functions_1 = require("@azure/functions"); const config_1 = require("../lib/config"); require("node:path");',
-    'dist/lib/config.js': 'module.exports = {};',
+    'package.json': JSON.stringify({ name: 'x', version: '1.0.0', main: 'dist/bundle/main.js', dependencies: { '@azure/functions': '4.16.5' } }),
+    'dist/bundle/main.js': 'const functions_1 = require("@azure/functions"); const config_1 = require("./config"); require("node:path"); require("@azure/functions-core"); const code = \'require("ajv/dist/runtime/equal")\';',
+    'dist/bundle/config.js': 'module.exports = {};',
     ...overrides,
   }));
   const check = (entries: ZipEntry[], t = texts(), dev: string[] = ['node_modules/jest']): string[] => checkPackage(entries, t, dev, 1000);
@@ -164,6 +168,7 @@ describe('the package check catches', () => {
     ['a local settings file', 'local.settings.json'],
     ['a TypeScript source', 'lib/config.ts'],
     ['the dev host', 'dist/scripts/devHost.js'],
+    ['the unbundled tsc output', 'dist/functions/main.js'],
     ['a dev-only package', 'node_modules/jest/package.json'],
     ['a native addon', 'node_modules/x/build/Release/x.node'],
     ['repository material', 'infra/main.bicep'],
@@ -181,7 +186,7 @@ describe('the package check catches', () => {
   });
 
   test('a relative require the zip cannot satisfy, and a package that is not a production dependency', () => {
-    const t = texts({ 'dist/lib/config.js': 'require("./missing"); require("left-pad");' });
+    const t = texts({ 'dist/bundle/config.js': 'require("./missing"); require("left-pad");' });
     expect(check(good(), t)).toEqual([
       expect.stringContaining('requires ./missing'),
       expect.stringContaining('requires left-pad, which is not a production dependency'),
