@@ -17,7 +17,6 @@
  */
 import autocannon from 'autocannon';
 import { RestError, TableClient, odata, type TableEntity, type TransactionAction } from '@azure/data-tables';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +25,7 @@ import { createTables, putPartner, tableClient } from './demoData';
 import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
 import { startCountingProxy, type CountingProxy } from './countingProxy';
+import { loadModule } from './coldStart';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
@@ -33,13 +33,16 @@ const PROFILES = join(ROOT, 'bench', 'profiles');
 const AUDIENCE = 'api://draw-request-bench';
 const CLIENT = 'bench-client';
 const PARTNER = 'BENCH';
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 /** Requests per batch size: enough for stable medians, few enough that seeding stays quick. */
+const requestsFor = (size: number, fallback: number) => Math.max(CONCURRENCY, Number(process.env[`BENCH_REQUESTS_${size}`] ?? fallback));
+/** BENCH_SIZES=1,100 runs only those batch sizes (to profile one of them, say). */
+const SIZES = (process.env.BENCH_SIZES ?? '1,10,100').split(',').map(Number);
 const PLAN: readonly { size: number; requests: number }[] = [
-  { size: 1, requests: Number(process.env.BENCH_REQUESTS_1 ?? 800) },
-  { size: 10, requests: Number(process.env.BENCH_REQUESTS_10 ?? 300) },
-  { size: 100, requests: Number(process.env.BENCH_REQUESTS_100 ?? 60) },
-];
+  { size: 1, requests: requestsFor(1, 800) },
+  { size: 10, requests: requestsFor(10, 300) },
+  { size: 100, requests: requestsFor(100, 40) },
+].filter((p) => SIZES.includes(p.size));
 const WARMUP = CONCURRENCY * 2;
 const SERVICE_TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
 const FLOOR_TABLES = { partnersTable: 'FloorPartners', loansTable: 'FloorLoans', drawsTable: 'FloorDraws', idempotencyTable: 'FloorKeys' };
@@ -220,14 +223,9 @@ function topFunctions(file: string, count: number): { name: string; share: numbe
 }
 
 /** Median load time and RSS of an entry module, each in a fresh process. */
-function loadTime(entry: string, runs: number): { ms: number; rssMb: number } {
-  const samples: { ms: number; rssMb: number }[] = [];
-  const probe = `const t=performance.now();require(${JSON.stringify(entry)});const ms=performance.now()-t;console.log(JSON.stringify({ms,rssMb:process.memoryUsage().rss/1048576}));process.exit(0)`;
-  const env = { PATH: process.env.PATH ?? '', AUTH_OPENID_CONFIG_URL: 'http://127.0.0.1:9/.well-known/openid-configuration', AUTH_AUDIENCE: AUDIENCE, TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' };
-  for (let i = 0; i < runs; i++) {
-    const out = spawnSync(process.execPath, ['-e', probe], { env, encoding: 'utf8' });
-    samples.push(JSON.parse(out.stdout.trim().split('\n').pop() ?? '{}'));
-  }
+function loadTime(entry: string, runs: number, storage: Record<string, string>): { ms: number; rssMb: number } {
+  const env = { AUTH_OPENID_CONFIG_URL: 'http://127.0.0.1:9/.well-known/openid-configuration', AUTH_AUDIENCE: AUDIENCE, ...storage };
+  const samples = Array.from({ length: runs }, () => loadModule(env, entry));
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   return { ms: median(samples.map((s) => s.ms)), rssMb: median(samples.map((s) => s.rssMb)) };
 }
@@ -279,8 +277,16 @@ async function main(): Promise<void> {
     const profile = readdirSync(PROFILES).find((f) => f.endsWith('.cpuprofile'));
     const top = profile === undefined ? [] : topFunctions(join(PROFILES, profile), 12);
 
-    const unbundled = loadTime(join(ROOT, 'dist', 'functions', 'main.js'), 7);
-    const bundled = loadTime(join(ROOT, 'dist', 'bundle', 'main.js'), 7);
+    // Both storage set-ups: a connection string (local), and managed identity (production).
+    const setups = [
+      ['connection string', { TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }],
+      ['managed identity (`TABLES_ENDPOINT`)', { TABLES_ENDPOINT: 'https://account.table.core.windows.net' }],
+    ] as const;
+    const loads = setups.map(([label, storage]) => ({
+      label,
+      unbundled: loadTime(join(ROOT, 'dist', 'functions', 'main.js'), 7, storage),
+      bundled: loadTime(join(ROOT, 'dist', 'bundle', 'main.js'), 7, storage),
+    }));
 
     const cpu = cpus();
     const lines = [
@@ -320,13 +326,11 @@ async function main(): Promise<void> {
       '',
       '## Cold start: loading the deployable entry module',
       '',
-      'Medians of 7 fresh processes each, `require` of the entry module until it returns (no telemetry configured).',
+      'Medians of 7 fresh processes each, `require` of the entry module until it returns (no telemetry configured). The bundle is `dist/bundle/main.js`, what `npm run package` ships; the `tsc` output is `dist/functions/main.js`.',
       '',
-      '| entry | load ms | RSS MB |',
-      '|---|---|---|',
-      `| \`tsc\` output, \`dist/functions/main.js\` | ${f1(unbundled.ms)} | ${f1(unbundled.rssMb)} |`,
-      `| esbuild bundle, \`dist/bundle/main.js\` (what \`npm run package\` ships) | ${f1(bundled.ms)} | ${f1(bundled.rssMb)} |`,
-      `| ratio | **${f2(bundled.ms / unbundled.ms)}×** | |`,
+      '| storage settings | `tsc` output ms | bundle ms | ratio | `tsc` output RSS MB | bundle RSS MB |',
+      '|---|---|---|---|---|---|',
+      ...loads.map((l) => `| ${l.label} | ${f1(l.unbundled.ms)} | ${f1(l.bundled.ms)} | **${f2(l.bundled.ms / l.unbundled.ms)}×** | ${f1(l.unbundled.rssMb)} | ${f1(l.bundled.rssMb)} |`),
       '',
       '## Profile of the dev host (`--cpu-prof`), whole run, top functions by self time',
       '',

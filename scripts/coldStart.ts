@@ -20,8 +20,9 @@ const TELEMETRY = 'InstrumentationKey=00000000-0000-4000-8000-000000000000;Inges
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-function loadModule(env: Record<string, string>): { ms: number; rssMb: number } {
-  const probe = `const t=performance.now();require(${JSON.stringify(MAIN)});const ms=performance.now()-t;` +
+/** Loads an entry module in a fresh process with only `env`: how long `require` took, and the RSS after. */
+export function loadModule(env: Record<string, string>, entry = MAIN): { ms: number; rssMb: number } {
+  const probe = `const t=performance.now();require(${JSON.stringify(entry)});const ms=performance.now()-t;` +
     'console.log(JSON.stringify({ms, rssMb: process.memoryUsage().rss/1048576}));process.exit(0)';
   const out = spawnSync(process.execPath, ['-e', probe], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
   const line = out.stdout.trim().split('\n').pop() ?? '';
@@ -93,7 +94,9 @@ async function main(): Promise<void> {
   console.log(rows.join('\n'));
 }
 
-void main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+if (require.main === module) {
+  void main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
