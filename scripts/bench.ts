@@ -21,10 +21,10 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from './azurite';
-import { createTables, putPartner, tableClient } from './demoData';
+import { createTables, putLoan, putPartner, tableClient } from './demoData';
 import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
-import { startCountingProxy, type CountingProxy } from './countingProxy';
+import { connectionStringVia, startFaultProxy } from './storageProxies';
 import { loadModule } from './coldStart';
 
 const ROOT = join(__dirname, '..', '..');
@@ -79,7 +79,7 @@ class LoanPool {
       await Promise.all(
         chunk.flatMap((n) =>
           this.tables.map((table) =>
-            table.upsertEntity({ partitionKey: String(n), rowKey: '', PartnerId: PARTNER, AvailableCredit: { value: '1000000', type: 'Double' }, FundingInvestorId: 'INV-1' }, 'Replace'),
+            putLoan(table, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' }),
           ),
         ),
       );
@@ -180,17 +180,17 @@ function floorRow(day: string, loanNumber: number, index: number): TableEntity {
 
 /** Storage HTTP calls per request, for each batch size, through a counting proxy. */
 async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, token: string, pool: LoanPool): Promise<Map<number, { cold: number; warm: number; transactions: number }>> {
-  const proxy: CountingProxy = await startCountingProxy(azurite.port);
-  const host = await spawnDevHost({ ...hostEnv, TABLES_CONNECTION_STRING: azurite.connectionString.replace(`:${azurite.port}/`, `:${proxy.port}/`) });
+  const proxy = await startFaultProxy(azurite.port);
+  const host = await spawnDevHost({ ...hostEnv, TABLES_CONNECTION_STRING: connectionStringVia(azurite.connectionString, azurite.port, proxy.port) });
   const counts = new Map<number, { cold: number; warm: number; transactions: number }>();
   try {
     let cold = 0;
     for (const { size } of PLAN) {
       const post = async () => {
-        proxy.reset();
+        proxy.arrivals.length = 0;
         const response = await fetch(host.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: batchBody(pool.take(size)) });
         if (response.status !== 204) throw new Error(`bench: counting request answered ${response.status}`);
-        return { calls: proxy.calls(), transactions: proxy.transactions() };
+        return { calls: proxy.arrivals.length, transactions: proxy.arrivals.filter((a) => a.kind === 'commit').length };
       };
       if (cold === 0) cold = (await post()).calls; // the first request of the instance: partner not cached
       const warm = await post();

@@ -34,6 +34,16 @@ export const DEMO_LOANS: readonly DemoLoan[] = [
 
 const insecure = { allowInsecureConnection: true };
 
+/** The settings that name these tables, for a host started with them. */
+export function tableSettings(tables: TablesConfig): Record<string, string> {
+  return {
+    PARTNERS_TABLE: tables.partnersTable,
+    LOANS_TABLE: tables.loansTable,
+    DRAWS_TABLE: tables.drawsTable,
+    IDEMPOTENCY_TABLE: tables.idempotencyTable,
+  };
+}
+
 export async function createTables(connectionString: string, tables: TablesConfig): Promise<void> {
   const service = TableServiceClient.fromConnectionString(connectionString, insecure);
   for (const name of [tables.partnersTable, tables.loansTable, tables.drawsTable, tables.idempotencyTable]) await service.createTable(name);

@@ -15,7 +15,7 @@
  */
 import type { TableEntityResult } from '@azure/data-tables';
 import { startAzurite, type Azurite } from './azurite';
-import { createTables, putLoan, putPartner, tableClient } from './demoData';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from './demoData';
 import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from './devHostProcess';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
 
@@ -198,10 +198,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       TABLES_CONNECTION_STRING: connection,
       AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
       AUTH_AUDIENCE: AUDIENCE,
-      PARTNERS_TABLE: TABLES.partnersTable,
-      LOANS_TABLE: TABLES.loansTable,
-      DRAWS_TABLE: TABLES.drawsTable,
-      IDEMPOTENCY_TABLE: TABLES.idempotencyTable,
+      ...tableSettings(TABLES),
       ...options.devHostEnv,
     }, entry);
     const url = host.url;

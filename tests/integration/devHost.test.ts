@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ConfigError } from '../../lib/config';
 import { startAzurite, type Azurite } from '../../scripts/azurite';
-import { createTables, putLoan, putPartner, tableClient } from '../../scripts/demoData';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../scripts/demoData';
 import { startDevHost, type DevHost } from '../../scripts/devHost';
 import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
 import { spawnDevHost } from '../support/devHostProcess';
@@ -32,10 +32,7 @@ describe('settings from the environment replace the embedded defaults', () => {
         TABLES_CONNECTION_STRING: azurite.connectionString,
         AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
         AUTH_AUDIENCE: AUDIENCE,
-        PARTNERS_TABLE: TABLES.partnersTable,
-        LOANS_TABLE: TABLES.loansTable,
-        DRAWS_TABLE: TABLES.drawsTable,
-        IDEMPOTENCY_TABLE: TABLES.idempotencyTable,
+        ...tableSettings(TABLES),
       },
       (line) => lines.push(line),
     );

@@ -4,7 +4,7 @@
  * read once the partner is cached; never a call per element in sequence.
  */
 import { Harness, draw } from '../support/harness';
-import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
+import { startFaultProxy, type FaultProxy } from '../../scripts/storageProxies';
 
 let h: Harness;
 let proxy: FaultProxy;

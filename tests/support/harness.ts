@@ -15,7 +15,7 @@ import { startAzurite, type Azurite } from '../../scripts/azurite';
 import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../scripts/demoData';
 import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
 import type { BatchRecord, Telemetry } from '../../lib/telemetry';
-import { connectionStringVia } from './storageProxies';
+import { connectionStringVia } from '../../scripts/storageProxies';
 import { contractViolations } from './contract';
 
 export const AUDIENCE = 'api://draw-request-tests';

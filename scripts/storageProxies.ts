@@ -1,6 +1,7 @@
 /**
- * Proxies in front of a real Azurite for faults it cannot produce on demand: a slow network,
- * 503 answers, and transactions that hang or land without their answer reaching the service.
+ * Proxies in front of a real Azurite, for the tests and the benchmark: faults Azurite cannot produce
+ * on demand (a slow network, 503 answers, transactions that hang or land without their answer
+ * reaching the service), and counts of the storage calls that pass through.
  */
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createConnection, createServer, type Socket } from 'node:net';
