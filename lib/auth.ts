@@ -16,6 +16,7 @@ import {
 } from 'jose';
 import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
 import { tracedFetch } from './telemetry';
+import { VerifiedTokens } from './verifiedTokens';
 
 /** Calls to the identity provider, recorded as dependencies. */
 const providerFetch = tracedFetch('identity-provider');
@@ -87,8 +88,18 @@ interface ProviderKeys {
   /** jwtVerify's options, built once per metadata fetch rather than per request. */
   readonly verifyOptions: JWTVerifyOptions;
   readonly jwksUri: string;
-  readonly getKey: JWTVerifyGetKey;
+  readonly keys: KeyResolver;
   readonly fetchedAt: number;
+}
+
+interface KeyResolver {
+  readonly getKey: JWTVerifyGetKey;
+  /**
+   * Changes whenever the key set may have changed (at the start of every fetch). Undefined while a
+   * fetch is in flight, once jose would refetch the set, or while held keys stand in for a provider
+   * that is down: no verification is remembered then.
+   */
+  keySetVersion(): number | undefined;
 }
 
 const JOSE_CODES: Record<string, UnauthorizedCode> = {
@@ -108,12 +119,15 @@ export class Authenticator {
   private keys?: ProviderKeys;
   private loading?: Promise<ProviderKeys>;
   private refreshFailedAt = Number.NEGATIVE_INFINITY;
+  private readonly verified: VerifiedTokens<TokenResult>;
 
   constructor(
     private readonly config: AuthConfig,
     private readonly now: () => number = Date.now,
     private readonly timings: ProviderTimings = DEFAULT_PROVIDER_TIMINGS,
-  ) {}
+  ) {
+    this.verified = new VerifiedTokens(config.clockToleranceSeconds);
+  }
 
   async verify(authorization: string | null | undefined): Promise<TokenResult> {
     const refuse = (code: UnauthorizedCode, tokenSent = true, claim?: string): TokenResult => ({
@@ -133,9 +147,14 @@ export class Authenticator {
       return { ok: false, failure: { kind: 'dependency', code: 'ERR_IDP_METADATA' } };
     }
 
+    // The same token again, with nothing changed since it was accepted: the same answer, without the signature check.
+    const keySetVersion = keys.keys.keySetVersion();
+    const remembered = this.verified.get(token, keys, keySetVersion);
+    if (remembered !== undefined) return remembered;
+
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(token, keys.getKey, keys.verifyOptions));
+      ({ payload: claims } = await jwtVerify(token, keys.keys.getKey, keys.verifyOptions));
     } catch (error) {
       if (error instanceof IdentityProviderUnavailable) return { ok: false, failure: { kind: 'dependency', code: error.code } };
       const code = (error as { code?: string }).code;
@@ -155,7 +174,12 @@ export class Authenticator {
     }
     const clientId = partnerClaim !== undefined ? claims[partnerClaim] : (claims.azp ?? claims.appid);
     if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return refuse('ERR_AUTH_NO_CLIENT', true, partnerClaim ?? 'azp');
-    return { ok: true, clientId, claims };
+    const accepted: TokenResult = { ok: true, clientId, claims };
+    // Remembered only if the key set did not change (or start changing) while this token was checked.
+    if (keySetVersion !== undefined && keys.keys.keySetVersion() === keySetVersion) {
+      this.verified.set(token, keys, keySetVersion, claims.exp as number, accepted);
+    }
+    return accepted;
   }
 
   /**
@@ -201,7 +225,7 @@ export class Authenticator {
     const issuers =
       this.config.allowedIssuers ??
       (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
-    const getKey = previous?.jwksUri === jwksUri ? previous.getKey : keyResolver(new URL(jwksUri), this.timings, this.now);
+    const resolver = previous?.jwksUri === jwksUri ? previous.keys : keyResolver(new URL(jwksUri), this.timings, this.now);
     const verifyOptions: JWTVerifyOptions = {
       issuer: [...issuers],
       audience: [...this.config.audiences],
@@ -209,7 +233,7 @@ export class Authenticator {
       clockTolerance: this.config.clockToleranceSeconds,
       requiredClaims: ['exp'],
     };
-    const keys = { verifyOptions, jwksUri, getKey, fetchedAt: this.now() };
+    const keys = { verifyOptions, jwksUri, keys: resolver, fetchedAt: this.now() };
     this.keys = keys;
     return keys;
   }
@@ -220,14 +244,19 @@ export class Authenticator {
  * "the provider is down" apart from "no such key", and to keep verifying with the keys it holds
  * while the provider is down, without waiting on it again for a while after a failure.
  */
-function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number): JWTVerifyGetKey {
+function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number): KeyResolver {
+  let version = 0;
   const remote = createRemoteJWKSet(jwksUri, {
     timeoutDuration: timings.fetchTimeoutMs,
     cacheMaxAge: timings.jwksMaxAgeMs,
     cooldownDuration: timings.jwksCooldownMs,
-    [customFetch]: providerFetch,
+    [customFetch]: (...args: Parameters<typeof providerFetch>) => {
+      version += 1;
+      return providerFetch(...args);
+    },
   });
   let failedAt = Number.NEGATIVE_INFINITY;
+  const backingOff = () => now() - failedAt < timings.retryAfterFailureMs;
   const fromHeldKeys: JWTVerifyGetKey = async (header, token) => {
     const held: JSONWebKeySet | undefined = remote.jwks();
     if (held !== undefined) {
@@ -239,8 +268,8 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number):
     }
     throw new IdentityProviderUnavailable('ERR_IDP_JWKS');
   };
-  return async (header, token) => {
-    if (now() - failedAt < timings.retryAfterFailureMs && remote.jwks() !== undefined) return fromHeldKeys(header, token);
+  const getKey: JWTVerifyGetKey = async (header, token) => {
+    if (backingOff() && remote.jwks() !== undefined) return fromHeldKeys(header, token);
     try {
       return await remote(header, token);
     } catch (error) {
@@ -249,4 +278,5 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number):
       return fromHeldKeys(header, token);
     }
   };
+  return { getKey, keySetVersion: () => (remote.reloading || !remote.fresh || backingOff() ? undefined : version) };
 }

@@ -72,6 +72,10 @@ export interface StoreTimeouts {
   readonly commitMs: number;
 }
 
+/** The columns each point read asks for ($select): only what the rules and the retry check use. */
+export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
+export const DRAW_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'];
+
 /** A round reads at most one loan and one draw row per element of a maximal batch. */
 const MAX_PARALLEL_READS = 2 * MAX_BATCH_SIZE_LIMIT + 1;
 
@@ -175,8 +179,8 @@ export class TableStore {
     return this.guard('readBatchState', async () => {
       const options = this.readOptions();
       const [loanRows, drawRows] = await Promise.all([
-        Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', ['PartnerId', 'AvailableCredit', 'FundingInvestorId'], options))),
-        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'], options))),
+        Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', LOAN_COLUMNS, options))),
+        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, DRAW_COLUMNS, options))),
       ]);
       const loans = new Map<string, Loan>();
       const drawnToday = new Map<string, PriorDraw>();

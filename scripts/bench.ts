@@ -9,7 +9,8 @@
  * - **Storage calls per request**, counted at a proxy in front of Azurite for a separate dev host.
  * - **CPU**: the dev host's own CPU time (from /proc), per request, against this process's CPU
  *   time for the floor (`process.cpuUsage`); Azurite's CPU counts for neither.
- * - **A CPU profile** (`--cpu-prof`) of the dev host at batch 100, its top functions by self time.
+ * - **A CPU profile** (`--cpu-prof`) of a dev host per batch size (each on tables of its own): self
+ *   time by owner (package, Node, this code) and the top functions.
  * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
  *
  * Writes bench/results.md. Azurite and the service share this machine's cores, so absolute numbers
@@ -21,11 +22,12 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from './azurite';
-import { createTables, putLoan, putPartner, tableClient } from './demoData';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from './demoData';
 import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
 import { connectionStringVia, startFaultProxy } from './storageProxies';
-import { loadModule } from './coldStart';
+import { loadModule, type ModuleLoad } from './coldStart';
+import { DRAW_COLUMNS, LOAN_COLUMNS } from '../lib/store';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
@@ -43,9 +45,14 @@ const PLAN: readonly { size: number; requests: number }[] = [
   { size: 10, requests: requestsFor(10, 300) },
   { size: 100, requests: requestsFor(100, 40) },
 ].filter((p) => SIZES.includes(p.size));
-const WARMUP = CONCURRENCY * 2;
-const SERVICE_TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
-const FLOOR_TABLES = { partnersTable: 'FloorPartners', loansTable: 'FloorLoans', drawsTable: 'FloorDraws', idempotencyTable: 'FloorKeys' };
+/**
+ * Requests before measuring, per side: enough for V8 to have optimized the hot path (about 1,000
+ * draws), so the numbers are of a warm instance; the first requests are what cold start is about.
+ */
+const warmupFor = (size: number) => Math.max(2 * CONCURRENCY, Math.ceil(Number(process.env.BENCH_WARMUP_DRAWS ?? 1000) / size));
+/** Each batch size gets tables of its own: Azurite answers a query by scanning the table, so a shared, ever-growing table would slow the later sizes. */
+const serviceTables = (tag: string) => ({ partnersTable: `${tag}Partners`, loansTable: `${tag}Loans`, drawsTable: `${tag}Draws`, idempotencyTable: `${tag}Keys` });
+const floorTables = (tag: string) => ({ partnersTable: `${tag}FloorPartners`, loansTable: `${tag}FloorLoans`, drawsTable: `${tag}FloorDraws`, idempotencyTable: `${tag}FloorKeys` });
 
 interface Latency {
   readonly p50: number;
@@ -120,10 +127,10 @@ async function runService(host: DevHostProcess, token: string, pool: LoanPool, s
   };
 }
 
-/** One parallel round of point reads, as the service makes them (a PK+RK query of one row). */
-function pointRead(client: TableClient, partitionKey: string, rowKey: string): Promise<unknown> {
+/** A point read as the service makes it: a PK+RK query of one row, with the same columns. */
+function pointRead(client: TableClient, partitionKey: string, rowKey: string, select: string[]): Promise<unknown> {
   const filter = odata`PartitionKey eq ${partitionKey} and RowKey eq ${rowKey}`;
-  return client.listEntities({ queryOptions: { filter } }).byPage({ maxPageSize: 1 }).next();
+  return client.listEntities({ queryOptions: { filter, select } }).byPage({ maxPageSize: 1 }).next();
 }
 
 /** The floor: the same storage work straight through the SDK, at the same concurrency. */
@@ -138,7 +145,10 @@ async function runFloor(loans: TableClient, draws: TableClient, pool: LoanPool, 
       const batch = pool.take(size);
       const start = performance.now();
       try {
-        await Promise.all([...batch.map((n) => pointRead(loans, String(n), '')), ...batch.map((n) => pointRead(draws, day, String(n)))]);
+        await Promise.all([
+          ...batch.map((n) => pointRead(loans, String(n), '', LOAN_COLUMNS)),
+          ...batch.map((n) => pointRead(draws, day, String(n), DRAW_COLUMNS)),
+        ]);
         const actions: TransactionAction[] = batch.map((n, i) => ['create', floorRow(day, n, i)]);
         await draws.submitTransaction(actions);
       } catch (error) {
@@ -203,31 +213,76 @@ async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, tok
   return counts;
 }
 
-/** Top functions by self time in a .cpuprofile (V8's format). */
-function topFunctions(file: string, count: number): { name: string; share: number }[] {
+interface ProfileSummary {
+  /** Share of busy samples (idle excluded). */
+  readonly busyShare: number;
+  readonly top: { name: string; share: number }[];
+  readonly byOwner: { owner: string; share: number }[];
+}
+
+/** Who a frame's code belongs to: a package, Node itself, or this project. */
+function ownerOf(url: string, functionName: string): string {
+  if (url === '') return functionName.startsWith('(') ? functionName : 'V8 / native';
+  if (url.startsWith('node:')) return 'Node.js (http, streams, crypto …)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?!.*node_modules\/)/.exec(url);
+  if (pkg) return pkg[1];
+  if (/\/dist\/scripts\//.test(url)) return 'dev host (scripts/devHost.ts)';
+  return 'service code (lib/, functions/)';
+}
+
+/** Self time in a .cpuprofile (V8's format): top functions and shares by owner, idle excluded. */
+function summarizeProfile(file: string, count: number): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as {
     nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
     samples: number[];
   };
   const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
+  const owners = new Map<string, number>();
+  let busy = 0;
   for (const id of profile.samples) {
     const frame = byNode.get(id)?.callFrame;
-    if (frame === undefined) continue;
+    if (frame === undefined || frame.functionName === '(idle)') continue;
+    busy += 1;
     const where = frame.url === '' ? '' : ` (${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(dist\/)?/, '')}:${frame.lineNumber + 1})`;
     const name = `${frame.functionName || '(anonymous)'}${where}`;
     self.set(name, (self.get(name) ?? 0) + 1);
+    const owner = ownerOf(frame.url, frame.functionName);
+    owners.set(owner, (owners.get(owner) ?? 0) + 1);
   }
-  const total = profile.samples.length;
-  return [...self].sort((a, b) => b[1] - a[1]).slice(0, count).map(([name, n]) => ({ name, share: n / total }));
+  const ranked = (m: Map<string, number>, n: number) => [...m].sort((x, y) => y[1] - x[1]).slice(0, n);
+  return {
+    busyShare: busy / Math.max(1, profile.samples.length),
+    top: ranked(self, count).map(([name, k]) => ({ name, share: k / busy })),
+    byOwner: ranked(owners, 14).map(([owner, k]) => ({ owner, share: k / busy })),
+  };
+}
+
+/** A profile as Markdown: where the busy time went by owner, then the top functions. */
+function profileSection(size: number, profile: ProfileSummary): string[] {
+  const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
+  return [
+    `## Profile of the dev host at batch ${size} (\`--cpu-prof\`, warm-up and measured run)`,
+    '',
+    `Busy ${pct(profile.busyShare)} of the samples; the shares below are of the busy samples (idle excluded), by self time.`,
+    '',
+    '| self time | owner |',
+    '|---|---|',
+    ...profile.byOwner.map((o) => `| ${pct(o.share)} | ${o.owner} |`),
+    '',
+    '| self time | function |',
+    '|---|---|',
+    ...profile.top.map((t) => `| ${pct(t.share)} | \`${t.name}\` |`),
+    '',
+  ];
 }
 
 /** Median load time and RSS of an entry module, each in a fresh process. */
-function loadTime(entry: string, runs: number, storage: Record<string, string>): { ms: number; rssMb: number } {
+function loadTime(entry: string, runs: number, storage: Record<string, string>): ModuleLoad {
   const env = { AUTH_OPENID_CONFIG_URL: 'http://127.0.0.1:9/.well-known/openid-configuration', AUTH_AUDIENCE: AUDIENCE, ...storage };
   const samples = Array.from({ length: runs }, () => loadModule(env, entry));
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  return { ms: median(samples.map((s) => s.ms)), rssMb: median(samples.map((s) => s.rssMb)) };
+  return { ms: median(samples.map((s) => s.ms)), rssMb: median(samples.map((s) => s.rssMb)), peakRssMb: median(samples.map((s) => s.peakRssMb)) };
 }
 
 async function main(): Promise<void> {
@@ -237,45 +292,54 @@ async function main(): Promise<void> {
   let host: DevHostProcess | undefined;
   try {
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
-    for (const tables of [SERVICE_TABLES, FLOOR_TABLES]) await createTables(azurite.connectionString, tables);
-    await putPartner(tableClient(azurite.connectionString, SERVICE_TABLES.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
+    const connection = azurite.connectionString;
     const token = await provider.server.issuer.buildToken({
       expiresIn: 3600,
       scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: CLIENT, sub: CLIENT, idtyp: 'app' }),
     });
-    const hostEnv = {
-      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
-      AUTH_AUDIENCE: AUDIENCE,
-      TABLES_CONNECTION_STRING: azurite.connectionString,
+    /** A dev host's settings and a pool of fresh loans, on tables of their own. */
+    const serviceSide = async (tag: string, loans: number) => {
+      const tables = serviceTables(tag);
+      await createTables(connection, tables);
+      await putPartner(tableClient(connection, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
+      const pool = new LoanPool([tableClient(connection, tables.loansTable)]);
+      await pool.seed(loans);
+      const env = { AUTH_OPENID_CONFIG_URL: provider?.openIdConfigUrl as string, AUTH_AUDIENCE: AUDIENCE, TABLES_CONNECTION_STRING: connection, ...tableSettings(tables) };
+      return { env, pool };
     };
-    const serviceLoans = tableClient(azurite.connectionString, SERVICE_TABLES.loansTable);
-    const floorLoans = tableClient(azurite.connectionString, FLOOR_TABLES.loansTable);
-    const floorDraws = tableClient(azurite.connectionString, FLOOR_TABLES.drawsTable);
-    // Each side draws from its own copy of the same loans, so both tables grow alike.
-    const servicePool = new LoanPool([serviceLoans]);
-    const floorPool = new LoanPool([floorLoans]);
-    const needed = PLAN.reduce((n, p) => n + (p.requests + WARMUP) * p.size, 0);
-    process.stdout.write(`seeding ${needed} loans for each side…\n`);
-    await Promise.all([servicePool.seed(needed + 2 * (1 + 10 + 100)), floorPool.seed(needed)]);
 
-    const calls = await countCalls(azurite, hostEnv, token, servicePool);
+    const counting = await serviceSide('Count', 2 * (1 + 10 + 100));
+    const calls = await countCalls(azurite, counting.env, token, counting.pool);
 
     rmSync(PROFILES, { recursive: true, force: true });
-    mkdirSync(PROFILES, { recursive: true });
-    host = await spawnDevHost(hostEnv, undefined, ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`]);
-    const rows: { size: number; service: Run; floor: Run }[] = [];
+    const rows: { size: number; service: Run; floor: Run; profile?: ProfileSummary }[] = [];
     for (const { size, requests } of PLAN) {
-      await runService(host, token, servicePool, size, WARMUP); // warm caches and JIT
-      await runFloor(floorLoans, floorDraws, floorPool, size, WARMUP);
+      const tag = `Batch${size}`;
+      const warmup = warmupFor(size);
+      const loans = (requests + warmup) * size;
+      process.stdout.write(`batch ${size}: seeding ${loans} loans for each side…\n`);
+      const tables = floorTables(tag);
+      await createTables(connection, tables);
+      const floorLoans = tableClient(connection, tables.loansTable);
+      const floorDraws = tableClient(connection, tables.drawsTable);
+      const floorPool = new LoanPool([floorLoans]);
+      const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
+      // A dev host per batch size, so each profile is of one batch size.
+      const profileDir = join(PROFILES, `batch-${size}`);
+      mkdirSync(profileDir, { recursive: true });
+      host = await spawnDevHost(env, undefined, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+      await runService(host, token, pool, size, warmup); // warm caches and JIT
+      await runFloor(floorLoans, floorDraws, floorPool, size, warmup);
       const floor = await runFloor(floorLoans, floorDraws, floorPool, size, requests);
-      const service = await runService(host, token, servicePool, size, requests);
-      rows.push({ size, service, floor });
-      process.stdout.write(`batch ${size}: service p50 ${f1(service.latency.p50)} ms, floor p50 ${f1(floor.latency.p50)} ms\n`);
+      const service = await runService(host, token, pool, size, requests);
+      await host.stop(); // writes the profile
+      host = undefined;
+      const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+      rows.push({ size, service, floor, profile: file === undefined ? undefined : summarizeProfile(join(profileDir, file), 12) });
+      process.stdout.write(
+        `batch ${size}: p50 service ${f1(service.latency.p50)} ms, floor ${f1(floor.latency.p50)} ms; CPU service ${f2(service.cpuPerRequest)} ms, floor ${f2(floor.cpuPerRequest)} ms\n`,
+      );
     }
-    await host.stop(); // writes the profile
-    host = undefined;
-    const profile = readdirSync(PROFILES).find((f) => f.endsWith('.cpuprofile'));
-    const top = profile === undefined ? [] : topFunctions(join(PROFILES, profile), 12);
 
     // Both storage set-ups: a connection string (local), and managed identity (production).
     const setups = [
@@ -328,16 +392,11 @@ async function main(): Promise<void> {
       '',
       'Medians of 7 fresh processes each, `require` of the entry module until it returns (no telemetry configured). The bundle is `dist/bundle/main.js`, what `npm run package` ships; the `tsc` output is `dist/functions/main.js`.',
       '',
-      '| storage settings | `tsc` output ms | bundle ms | ratio | `tsc` output RSS MB | bundle RSS MB |',
+      '| storage settings | `tsc` output ms | bundle ms | ratio | `tsc` output peak RSS MB | bundle peak RSS MB |',
       '|---|---|---|---|---|---|',
-      ...loads.map((l) => `| ${l.label} | ${f1(l.unbundled.ms)} | ${f1(l.bundled.ms)} | **${f2(l.bundled.ms / l.unbundled.ms)}×** | ${f1(l.unbundled.rssMb)} | ${f1(l.bundled.rssMb)} |`),
+      ...loads.map((l) => `| ${l.label} | ${f1(l.unbundled.ms)} | ${f1(l.bundled.ms)} | **${f2(l.bundled.ms / l.unbundled.ms)}×** | ${f1(l.unbundled.peakRssMb)} | ${f1(l.bundled.peakRssMb)} |`),
       '',
-      '## Profile of the dev host (`--cpu-prof`), whole run, top functions by self time',
-      '',
-      '| self time | function |',
-      '|---|---|',
-      ...top.map((t) => `| ${(t.share * 100).toFixed(1)} % | \`${t.name}\` |`),
-      '',
+      ...rows.flatMap(({ size, profile }) => (profile === undefined ? [] : profileSection(size, profile))),
     ];
     mkdirSync(join(ROOT, 'bench'), { recursive: true });
     writeFileSync(RESULTS, lines.join('\n'));

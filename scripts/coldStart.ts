@@ -20,13 +20,21 @@ const TELEMETRY = 'InstrumentationKey=00000000-0000-4000-8000-000000000000;Inges
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+export interface ModuleLoad {
+  readonly ms: number;
+  /** RSS once loaded. */
+  readonly rssMb: number;
+  /** The process's peak RSS up to then (getrusage maxrss). */
+  readonly peakRssMb: number;
+}
+
 /** Loads an entry module in a fresh process with only `env`: how long `require` took, and the RSS after. */
-export function loadModule(env: Record<string, string>, entry = MAIN): { ms: number; rssMb: number } {
+export function loadModule(env: Record<string, string>, entry = MAIN): ModuleLoad {
   const probe = `const t=performance.now();require(${JSON.stringify(entry)});const ms=performance.now()-t;` +
-    'console.log(JSON.stringify({ms, rssMb: process.memoryUsage().rss/1048576}));process.exit(0)';
+    'console.log(JSON.stringify({ms, rssMb: process.memoryUsage().rss/1048576, peakRssMb: process.resourceUsage().maxRSS/1024}));process.exit(0)';
   const out = spawnSync(process.execPath, ['-e', probe], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
   const line = out.stdout.trim().split('\n').pop() ?? '';
-  return JSON.parse(line) as { ms: number; rssMb: number };
+  return JSON.parse(line) as ModuleLoad;
 }
 
 async function firstRequest(env: Record<string, string>, token: string, loanNumber: number): Promise<{ startMs: number; firstMs: number }> {
@@ -61,7 +69,7 @@ async function main(): Promise<void> {
     TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
   };
   const rows: string[] = [];
-  const loads: Record<string, { ms: number; rssMb: number }[]> = { off: [], on: [] };
+  const loads: Record<string, ModuleLoad[]> = { off: [], on: [] };
   for (let i = 0; i < RUNS; i++) {
     loads.off.push(loadModule(base));
     loads.on.push(loadModule({ ...base, APPLICATIONINSIGHTS_CONNECTION_STRING: TELEMETRY }));

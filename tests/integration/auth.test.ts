@@ -118,6 +118,26 @@ describe('accepted tokens', () => {
   });
 });
 
+describe('a token sent again (accepted tokens are remembered, lib/verifiedTokens)', () => {
+  test('is accepted again, and refused as expired once its exp passes the tolerance, though it was remembered', async () => {
+    const exp = now() - 60 + 2; // within the 60 s tolerance for about two more seconds
+    const token = await h.token({ exp });
+    await accepted(token);
+    await accepted(token); // answered from memory
+    await new Promise((resolve) => setTimeout(resolve, (exp + 60 - now() + 0.2) * 1000 - (Date.now() % 1000)));
+    expect(now()).toBeGreaterThanOrEqual(exp + 60);
+    await refusedWith(`Bearer ${token}`, 'ERR_AUTH_EXPIRED');
+  });
+
+  test('a token differing in one signature character is checked on its own, not taken for the remembered one', async () => {
+    const token = await h.token();
+    await accepted(token);
+    const [header, payload, signature] = token.split('.');
+    const flipped = `${header}.${payload}.${signature.slice(0, 10)}${signature[10] === 'A' ? 'B' : 'A'}${signature.slice(11)}`;
+    await refusedWith(`Bearer ${flipped}`, 'ERR_AUTH_SIGNATURE');
+  });
+});
+
 describe('settings that change what is accepted', () => {
   async function withHarness(settings: Record<string, string>, run: (x: Harness) => Promise<void>): Promise<void> {
     const x = await Harness.start(settings);

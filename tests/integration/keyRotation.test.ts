@@ -128,8 +128,11 @@ test('a key the provider retires is trusted until the key set is next fetched, t
   retired.add(oldKid);
   expect(await publishedKids()).toEqual(['rotated-1', 'rotated-2']);
 
-  // The instance still holds the old key from its last fetch (fresh for jwksMaxAgeMs).
-  await expectAccepted(await mint(oldKid));
+  // The instance still holds the old key from its last fetch (fresh for jwksMaxAgeMs): a token
+  // signed with it is accepted, and sent again is answered from the instance's memory of it.
+  const oldToken = await mint(oldKid);
+  await expectAccepted(oldToken);
+  await expectAccepted(oldToken);
   expect(served).toHaveLength(2);
 
   // The new kid after the cooldown refetches; the set fetched no longer has the old key.
@@ -138,6 +141,7 @@ test('a key the provider retires is trusted until the key set is next fetched, t
   expect(served).toHaveLength(3);
   expect(lastFetch().kids).toEqual(['rotated-1', 'rotated-2']);
   await expectUnknownKey(await mint(oldKid)); // within the new cooldown: refused without another fetch
+  await expectUnknownKey(oldToken); // the remembered acceptance went with the key set it was checked against
   expect(served).toHaveLength(3);
   await expectAccepted(await mint('rotated-1'));
 
