@@ -81,19 +81,28 @@ const MAX_PARALLEL_READS = 2 * MAX_BATCH_SIZE_LIMIT + 1;
 
 export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
 
-/** Formatters by time zone: building one costs far more than using it, and every request needs one. */
-const dayFormats = new Map<string, Intl.DateTimeFormat>();
+/**
+ * Per time zone: its formatter (building one costs far more than using it) and the last day worked
+ * out, with the minute it was worked out for. Zones in use today are offset from UTC by whole
+ * minutes, so the day can only change at a minute boundary: one formatting per minute, not per request.
+ */
+const dayFormats = new Map<string, { readonly format: Intl.DateTimeFormat; minute: number; day: string }>();
 
 /** Business date `YYYY-MM-DD` of `now` in the IANA zone that defines "per day". */
 export function drawDay(now: Date, timeZone: string): string {
-  let format = dayFormats.get(timeZone);
-  if (format === undefined) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
-    dayFormats.set(timeZone, format);
+  const minute = Math.floor(now.getTime() / 60_000);
+  let zone = dayFormats.get(timeZone);
+  if (zone === undefined) {
+    zone = { format: new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }), minute: Number.NaN, day: '' };
+    dayFormats.set(timeZone, zone);
   }
-  const parts = format.formatToParts(now);
-  const part = (type: string) => parts.find((p) => p.type === type)?.value;
-  return `${part('year')}-${part('month')}-${part('day')}`;
+  if (zone.minute !== minute) {
+    const parts = zone.format.formatToParts(now);
+    const part = (type: string) => parts.find((p) => p.type === type)?.value;
+    zone.day = `${part('year')}-${part('month')}-${part('day')}`;
+    zone.minute = minute;
+  }
+  return zone.day;
 }
 
 /** The service's error code (ResourceNotFound, EntityAlreadyExists …): in the body's details, or on the error for transactions. */

@@ -36,15 +36,16 @@ const AUDIENCE = 'api://draw-request-bench';
 const CLIENT = 'bench-client';
 const PARTNER = 'BENCH';
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
-/** Requests per batch size: enough for stable medians, few enough that seeding stays quick. */
-const requestsFor = (size: number, fallback: number) => Math.max(CONCURRENCY, Number(process.env[`BENCH_REQUESTS_${size}`] ?? fallback));
+/**
+ * Each side runs ROUNDS measured segments per batch size, alternating with the other side (floor
+ * first in odd rounds, service first in even ones), so that drift in a shared machine's speed falls
+ * on both alike. Requests per segment: about 1,000 draws, at least the concurrency.
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const requestsFor = (size: number) => Math.max(CONCURRENCY, Number(process.env[`BENCH_REQUESTS_${size}`] ?? Math.ceil(Number(process.env.BENCH_DRAWS ?? 1000) / size)));
 /** BENCH_SIZES=1,100 runs only those batch sizes (to profile one of them, say). */
 const SIZES = (process.env.BENCH_SIZES ?? '1,10,100').split(',').map(Number);
-const PLAN: readonly { size: number; requests: number }[] = [
-  { size: 1, requests: requestsFor(1, 800) },
-  { size: 10, requests: requestsFor(10, 300) },
-  { size: 100, requests: requestsFor(100, 40) },
-].filter((p) => SIZES.includes(p.size));
+const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100].filter((size) => SIZES.includes(size)).map((size) => ({ size, requests: requestsFor(size) }));
 /**
  * Requests before measuring, per side: enough for V8 to have optimized the hot path (about 1,000
  * draws), so the numbers are of a warm instance; the first requests are what cold start is about.
@@ -60,13 +61,44 @@ interface Latency {
   readonly p99: number;
 }
 
+/** One measured segment of one side. */
+interface Segment {
+  /** Milliseconds, one per request. */
+  readonly latencies: readonly number[];
+  readonly seconds: number;
+  /** CPU ms the measured process used. */
+  readonly cpuMs: number;
+  readonly ok: number;
+  readonly errors: number;
+}
+
 interface Run {
+  readonly requests: number;
   readonly rps: number;
   readonly latency: Latency;
   readonly errors: number;
-  /** CPU ms per request of the measured process. */
+  /** CPU ms per accepted request of the measured process, over all rounds. */
   readonly cpuPerRequest: number;
+  /** CPU ms per accepted request, round by round. */
+  readonly cpuByRound: readonly number[];
 }
+
+/** A side's segments pooled: percentiles of every request, throughput and CPU over all of them. */
+function pooled(segments: readonly Segment[]): Run {
+  const sorted = segments.flatMap((s) => s.latencies).sort((x, y) => x - y);
+  const sum = (f: (s: Segment) => number) => segments.reduce((n, s) => n + f(s), 0);
+  const ok = sum((s) => s.ok);
+  return {
+    requests: sorted.length,
+    rps: ok / sum((s) => s.seconds),
+    latency: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) },
+    errors: sum((s) => s.errors),
+    cpuPerRequest: sum((s) => s.cpuMs) / Math.max(1, ok),
+    cpuByRound: segments.map((s) => s.cpuMs / Math.max(1, s.ok)),
+  };
+}
+
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const f1 = (n: number) => n.toFixed(1);
@@ -103,9 +135,11 @@ class LoanPool {
 const batchBody = (loans: readonly number[]) => JSON.stringify(loans.map((loanNumber) => ({ loanNumber, requestor: 'bench@partner.example', amount: 12.34 })));
 
 /** The service under autocannon: `requests` posts of `size` fresh loans each, all expected 204. */
-async function runService(host: DevHostProcess, token: string, pool: LoanPool, size: number, requests: number): Promise<Run> {
+async function serviceSegment(host: DevHostProcess, token: string, pool: LoanPool, size: number, requests: number): Promise<Segment> {
+  const latencies: number[] = [];
   const cpuBefore = cpuMs(host.pid);
-  const result = await autocannon({
+  const started = performance.now();
+  const options: autocannon.Options = {
     url: host.url,
     connections: CONCURRENCY,
     amount: requests,
@@ -116,15 +150,13 @@ async function runService(host: DevHostProcess, token: string, pool: LoanPool, s
         setupRequest: (request: object) => ({ ...request, body: batchBody(pool.take(size)) }),
       },
     ],
-  });
-  const cpu = cpuMs(host.pid) - cpuBefore;
-  const ok = result['2xx'];
-  return {
-    rps: result.requests.average,
-    latency: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99 },
-    errors: result.errors + result.non2xx + result.timeouts,
-    cpuPerRequest: cpu / Math.max(1, ok),
   };
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(options, (error, done) => (error ? reject(error) : resolve(done)));
+    instance.on('response', (_client, _status, _bytes, responseTime) => latencies.push(responseTime));
+  });
+  const seconds = (performance.now() - started) / 1000;
+  return { latencies, seconds, cpuMs: cpuMs(host.pid) - cpuBefore, ok: result['2xx'], errors: result.errors + result.non2xx + result.timeouts };
 }
 
 /** A point read as the service makes it: a PK+RK query of one row, with the same columns. */
@@ -134,7 +166,7 @@ function pointRead(client: TableClient, partitionKey: string, rowKey: string, se
 }
 
 /** The floor: the same storage work straight through the SDK, at the same concurrency. */
-async function runFloor(loans: TableClient, draws: TableClient, pool: LoanPool, size: number, requests: number): Promise<Run> {
+async function floorSegment(loans: TableClient, draws: TableClient, pool: LoanPool, size: number, requests: number): Promise<Segment> {
   const day = new Date().toISOString().slice(0, 10);
   const latencies: number[] = [];
   let errors = 0;
@@ -161,15 +193,9 @@ async function runFloor(loans: TableClient, draws: TableClient, pool: LoanPool, 
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const elapsed = (performance.now() - started) / 1000;
+  const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return {
-    rps: requests / elapsed,
-    latency: { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) },
-    errors,
-    cpuPerRequest: (cpu.user + cpu.system) / 1000 / requests,
-  };
+  return { latencies, seconds, cpuMs: (cpu.user + cpu.system) / 1000, ok: requests - errors, errors };
 }
 
 /** The row the service writes, property for property. */
@@ -281,7 +307,6 @@ function profileSection(size: number, profile: ProfileSummary): string[] {
 function loadTime(entry: string, runs: number, storage: Record<string, string>): ModuleLoad {
   const env = { AUTH_OPENID_CONFIG_URL: 'http://127.0.0.1:9/.well-known/openid-configuration', AUTH_AUDIENCE: AUDIENCE, ...storage };
   const samples = Array.from({ length: runs }, () => loadModule(env, entry));
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   return { ms: median(samples.map((s) => s.ms)), rssMb: median(samples.map((s) => s.rssMb)), peakRssMb: median(samples.map((s) => s.peakRssMb)) };
 }
 
@@ -312,11 +337,11 @@ async function main(): Promise<void> {
     const calls = await countCalls(azurite, counting.env, token, counting.pool);
 
     rmSync(PROFILES, { recursive: true, force: true });
-    const rows: { size: number; service: Run; floor: Run; profile?: ProfileSummary }[] = [];
+    const rows: { size: number; service: Run; floor: Run; cpuRatio: number; profile?: ProfileSummary }[] = [];
     for (const { size, requests } of PLAN) {
       const tag = `Batch${size}`;
       const warmup = warmupFor(size);
-      const loans = (requests + warmup) * size;
+      const loans = (ROUNDS * requests + warmup) * size;
       process.stdout.write(`batch ${size}: seeding ${loans} loans for each side…\n`);
       const tables = floorTables(tag);
       await createTables(connection, tables);
@@ -328,16 +353,26 @@ async function main(): Promise<void> {
       const profileDir = join(PROFILES, `batch-${size}`);
       mkdirSync(profileDir, { recursive: true });
       host = await spawnDevHost(env, undefined, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
-      await runService(host, token, pool, size, warmup); // warm caches and JIT
-      await runFloor(floorLoans, floorDraws, floorPool, size, warmup);
-      const floor = await runFloor(floorLoans, floorDraws, floorPool, size, requests);
-      const service = await runService(host, token, pool, size, requests);
+      const serviceRun = () => serviceSegment(host as DevHostProcess, token, pool, size, requests);
+      const floorRun = () => floorSegment(floorLoans, floorDraws, floorPool, size, requests);
+      await serviceSegment(host, token, pool, size, warmup); // warm caches and JIT
+      await floorSegment(floorLoans, floorDraws, floorPool, size, warmup);
+      const segments: { service: Segment[]; floor: Segment[] } = { service: [], floor: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        if (round % 2 === 0) segments.floor.push(await floorRun());
+        segments.service.push(await serviceRun());
+        if (round % 2 === 1) segments.floor.push(await floorRun());
+      }
+      const service = pooled(segments.service);
+      const floor = pooled(segments.floor);
       await host.stop(); // writes the profile
       host = undefined;
       const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
-      rows.push({ size, service, floor, profile: file === undefined ? undefined : summarizeProfile(join(profileDir, file), 12) });
+      // The CPU ratio of each round (service and floor measured back to back), and its median.
+      const cpuRatio = median(service.cpuByRound.map((ms, i) => ms / floor.cpuByRound[i]));
+      rows.push({ size, service, floor, cpuRatio, profile: file === undefined ? undefined : summarizeProfile(join(profileDir, file), 12) });
       process.stdout.write(
-        `batch ${size}: p50 service ${f1(service.latency.p50)} ms, floor ${f1(floor.latency.p50)} ms; CPU service ${f2(service.cpuPerRequest)} ms, floor ${f2(floor.cpuPerRequest)} ms\n`,
+        `batch ${size}: p50 service ${f1(service.latency.p50)} ms, floor ${f1(floor.latency.p50)} ms; CPU service ${f2(service.cpuPerRequest)} ms, floor ${f2(floor.cpuPerRequest)} ms, median ratio ${f2(cpuRatio)}\n`,
       );
     }
 
@@ -358,24 +393,30 @@ async function main(): Promise<void> {
       '',
       `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
       `Azurite (in memory), the dev host and the load generator share the machine. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
+      `Per batch size, after a warm-up of about 1,000 draws per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
       '## Latency and throughput: service against the floor',
       '',
       'The floor is the same storage work done directly with `@azure/data-tables` (one parallel round of point reads, then one transaction), at the same concurrency.',
       '',
-      '| batch | requests | service req/s | service p50 / p90 / p99 ms | floor req/s | floor p50 / p90 / p99 ms | p50 ratio | errors |',
+      'Percentiles are of every measured request of the side, all rounds pooled.',
+      '',
+      '| batch | requests per side | service req/s | service p50 / p90 / p99 ms | floor req/s | floor p50 / p90 / p99 ms | p50 ratio | errors |',
       '|---|---|---|---|---|---|---|---|',
       ...rows.map(({ size, service: s, floor: fl }) =>
-        `| ${size} | ${PLAN.find((p) => p.size === size)?.requests} | ${f1(s.rps)} | ${f1(s.latency.p50)} / ${f1(s.latency.p90)} / ${f1(s.latency.p99)} | ${f1(fl.rps)} | ${f1(fl.latency.p50)} / ${f1(fl.latency.p90)} / ${f1(fl.latency.p99)} | **${f2(s.latency.p50 / fl.latency.p50)}×** | ${s.errors + fl.errors} |`,
+        `| ${size} | ${s.requests} | ${f1(s.rps)} | ${f1(s.latency.p50)} / ${f1(s.latency.p90)} / ${f1(s.latency.p99)} | ${f1(fl.rps)} | ${f1(fl.latency.p50)} / ${f1(fl.latency.p90)} / ${f1(fl.latency.p99)} | **${f2(s.latency.p50 / fl.latency.p50)}×** | ${s.errors + fl.errors} |`,
       ),
       '',
       '## CPU per request',
       '',
-      "Service: the dev host process's own CPU time (user + system, /proc) over the run, per 204. Floor: this process's `process.cpuUsage` over the floor run, per batch. Azurite's CPU is in neither.",
+      "Service: the dev host process's own CPU time (user + system, /proc), per 204. Floor: this process's `process.cpuUsage` over its segments, per batch. Azurite's CPU is in neither. The ratio is the median of the rounds' ratios (each round's two segments ran back to back); the per-round ratios follow it.",
       '',
-      '| batch | service CPU ms/request | floor CPU ms/request | ratio |',
-      '|---|---|---|---|',
-      ...rows.map(({ size, service: s, floor: fl }) => `| ${size} | ${f2(s.cpuPerRequest)} | ${f2(fl.cpuPerRequest)} | **${f2(s.cpuPerRequest / fl.cpuPerRequest)}×** |`),
+      '| batch | service CPU ms/request | floor CPU ms/request | ratio (median of rounds) | ratio by round |',
+      '|---|---|---|---|---|',
+      ...rows.map(
+        ({ size, service: s, floor: fl, cpuRatio }) =>
+          `| ${size} | ${f2(s.cpuPerRequest)} | ${f2(fl.cpuPerRequest)} | **${f2(cpuRatio)}×** | ${s.cpuByRound.map((ms, i) => f2(ms / fl.cpuByRound[i])).join(', ')} |`,
+      ),
       '',
       '## Storage HTTP calls per request',
       '',

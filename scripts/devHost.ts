@@ -22,6 +22,32 @@ const ROUTE = '/drawrequest'; // Functions routes match case-insensitively
 
 export type Log = (line: string) => void;
 
+/** How long log lines wait to be written together. */
+const LOG_FLUSH_MS = 50;
+
+/**
+ * Log lines are written to stdout together, at most LOG_FLUSH_MS after the first of them, rather
+ * than one write per line: on a pipe each write is a system call that wakes the reader, and under
+ * load those writes cost the host more CPU than the handler's own code (bench/results.md). What is
+ * pending is written synchronously when the process exits.
+ */
+export function batchedStdout(): Log {
+  let pending: string[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    if (pending.length === 0) return;
+    const text = `${pending.join('\n')}\n`;
+    pending = [];
+    process.stdout.write(text);
+  };
+  process.on('exit', flush);
+  return (line) => {
+    pending.push(line);
+    timer ??= setTimeout(flush, LOG_FLUSH_MS).unref();
+  };
+}
+
 export interface DevHost {
   readonly url: string;
   /** Token endpoint of the embedded provider, when one runs. */
@@ -178,7 +204,7 @@ function describeDemoData(): string {
 async function main(): Promise<void> {
   let host: DevHost;
   try {
-    host = await startDevHost(process.env);
+    host = await startDevHost(process.env, batchedStdout());
   } catch (error) {
     console.error(error instanceof ConfigError ? error.message : `Start-up failed: ${(error as Error).stack ?? String(error)}`);
     process.exit(1);

@@ -431,10 +431,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const dayAtEnd = new Date().toISOString().slice(0, 10);
     if (dayAtEnd !== dayAtStart) notes.push(`the UTC day changed during the soak (${dayAtStart} → ${dayAtEnd}): a repeat across midnight is accepted, not Pending`);
 
-    // The dev host is done; its log says whether it logged any error.
+    // The dev host is done (stopped, its last log lines written); its log says whether it logged any error.
+    devHostExitCode = await host.stop();
     const devHostErrorLines = host.errorLines();
     for (const line of host.errorSamples()) notes.push(`dev host: ${line}`);
-    devHostExitCode = await host.stop();
     host = undefined;
     if (devHostExitCode !== 0) violation(`dev host exited with ${devHostExitCode} on SIGTERM`);
 
