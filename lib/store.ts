@@ -4,8 +4,7 @@
  */
 import { RestError, TableClient, odata, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import type { TokenCredential } from '@azure/identity';
-import { setMaxListeners } from 'node:events';
-import { MAX_BATCH_SIZE_LIMIT, type TablesConfig } from './config';
+import type { TablesConfig } from './config';
 import type { Loan } from './drawRules';
 import { keyRecordId, type KeyedBatch, type PriorDraw } from './idempotency';
 
@@ -76,9 +75,6 @@ export interface StoreTimeouts {
 export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
 export const DRAW_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'];
 
-/** A round reads at most one loan and one draw row per element of a maximal batch. */
-const MAX_PARALLEL_READS = 2 * MAX_BATCH_SIZE_LIMIT + 1;
-
 export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
 
 /**
@@ -103,6 +99,24 @@ export function drawDay(now: Date, timeZone: string): string {
     zone.minute = minute;
   }
   return zone.day;
+}
+
+/** What an operation that ran out of its time bound fails with (classified ERR_STORAGE_TIMEOUT). */
+class TimeBoundExceeded extends Error {
+  override readonly name = 'TimeoutError';
+}
+
+/**
+ * `work`, or a TimeoutError once `ms` have passed: one timer per operation. The SDK's own calls are
+ * not handed an AbortSignal (each signal costs listeners on every HTTP call of the round, measurably
+ * on every request, bench/results.md); an abandoned call still ends by its per-attempt timeout.
+ */
+function bounded<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeBoundExceeded(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 /** The service's error code (ResourceNotFound, EntityAlreadyExists …): in the body's details, or on the error for transactions. */
@@ -147,12 +161,17 @@ export class TableStore {
   private readonly draws: TableClient;
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
+  /** Per-call options: each HTTP attempt bounded (a retry follows within the operation's bound). */
+  private readonly attempt: { readonly requestOptions: { readonly timeout: number } };
+  private readonly commitAttempt: { readonly requestOptions: { readonly timeout: number } };
 
   constructor(
     config: TablesConfig,
     private readonly timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
     credential?: TokenCredential,
   ) {
+    this.attempt = { requestOptions: { timeout: timeouts.attemptMs } };
+    this.commitAttempt = { requestOptions: { timeout: timeouts.commitMs } };
     const retrying = { retryOptions: { maxRetries: 2, retryDelayInMs: 100, maxRetryDelayInMs: 500 } };
     // A transaction is not idempotent: a retry after a lost answer would report our own rows as a conflict.
     const once = { retryOptions: { maxRetries: 0 } };
@@ -173,9 +192,8 @@ export class TableStore {
 
   /** Point read of one Partners row; undefined when the client is not registered. */
   async readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>> {
-    return this.guard('readPartner', async () => {
-      const options = this.readOptions();
-      const row = await this.pointRead(this.partners, clientId, '', ['PartnerId', 'Active'], options);
+    return this.guard('readPartner', this.timeouts.readMs, async () => {
+      const row = await this.pointRead(this.partners, clientId, '', ['PartnerId', 'Active']);
       if (row === undefined) return undefined;
       // Absent means active; any value other than true (a string "false", 0 …) fails closed.
       return { partnerId: asString(row.PartnerId), active: row.Active === undefined || row.Active === true };
@@ -185,11 +203,10 @@ export class TableStore {
   /** One parallel round of point reads: the batch's loans and today's draw rows for them. */
   async readBatchState(day: string, loanNumbers: readonly string[]): Promise<StoreResult<BatchState>> {
     const unique = [...new Set(loanNumbers)];
-    return this.guard('readBatchState', async () => {
-      const options = this.readOptions();
+    return this.guard('readBatchState', this.timeouts.readMs, async () => {
       const [loanRows, drawRows] = await Promise.all([
-        Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', LOAN_COLUMNS, options))),
-        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, DRAW_COLUMNS, options))),
+        Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', LOAN_COLUMNS))),
+        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, DRAW_COLUMNS))),
       ]);
       const loans = new Map<string, Loan>();
       const drawnToday = new Map<string, PriorDraw>();
@@ -223,9 +240,8 @@ export class TableStore {
    */
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
     const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
-    const options = { abortSignal: AbortSignal.timeout(this.timeouts.commitMs), requestOptions: { timeout: this.timeouts.commitMs } };
     try {
-      await this.drawsCommit.submitTransaction(actions, options);
+      await bounded(this.drawsCommit.submitTransaction(actions, this.commitAttempt), this.timeouts.commitMs);
       return { ok: true };
     } catch (error) {
       if (error instanceof RestError && error.statusCode === 409 && storageErrorCode(error) === 'EntityAlreadyExists') {
@@ -238,8 +254,8 @@ export class TableStore {
 
   /** The batch hash recorded today under this partner's Idempotency-Key, if any. */
   async readKeyRecord(day: string, partnerId: string, key: string): Promise<StoreResult<string | undefined>> {
-    return this.guard('readKeyRecord', async () => {
-      const row = await this.pointRead(this.keys, day, keyRecordId(partnerId, key), ['BatchHash'], this.readOptions());
+    return this.guard('readKeyRecord', this.timeouts.readMs, async () => {
+      const row = await this.pointRead(this.keys, day, keyRecordId(partnerId, key), ['BatchHash']);
       return row === undefined ? undefined : asString(row.BatchHash);
     });
   }
@@ -249,10 +265,10 @@ export class TableStore {
    * left as it is: the draw rows, written atomically, are what decide a retry.
    */
   async recordKey(day: string, batch: KeyedBatch, requestId: string): Promise<StoreResult<void>> {
-    return this.guard('recordKey', async () => {
+    return this.guard('recordKey', this.timeouts.commitMs, async () => {
       const entity = { partitionKey: day, rowKey: keyRecordId(batch.partnerId, batch.key), PartnerId: batch.partnerId, IdempotencyKey: batch.key, BatchHash: batch.hash, RequestId: requestId };
       try {
-        await this.keys.createEntity(entity, { abortSignal: AbortSignal.timeout(this.timeouts.commitMs), requestOptions: { timeout: this.timeouts.attemptMs } });
+        await this.keys.createEntity(entity, this.attempt);
       } catch (error) {
         if (!(error instanceof RestError && error.statusCode === 409)) throw error;
       }
@@ -276,12 +292,6 @@ export class TableStore {
     };
   }
 
-  private readOptions() {
-    const abortSignal = AbortSignal.timeout(this.timeouts.readMs);
-    setMaxListeners(MAX_PARALLEL_READS, abortSignal); // one signal bounds every read of the round
-    return { abortSignal, requestOptions: { timeout: this.timeouts.attemptMs } };
-  }
-
   /**
    * A point query (PartitionKey and RowKey both fixed): one request, like getEntity, but a missing
    * row is an empty 200 rather than a 404, so the normal "no draw yet today" is not a failed
@@ -292,17 +302,17 @@ export class TableStore {
     partitionKey: string,
     rowKey: string,
     select: string[],
-    options: object,
   ): Promise<TableEntityResult<Record<string, unknown>> | undefined> {
     const filter = odata`PartitionKey eq ${partitionKey} and RowKey eq ${rowKey}`;
-    const pages = client.listEntities<Record<string, unknown>>({ ...options, queryOptions: { filter, select } }).byPage({ maxPageSize: 1 });
+    const pages = client.listEntities<Record<string, unknown>>({ ...this.attempt, queryOptions: { filter, select } }).byPage({ maxPageSize: 1 });
     const first = await pages.next();
     return first.done ? undefined : first.value[0];
   }
 
-  private async guard<T>(operation: string, work: () => Promise<T>): Promise<StoreResult<T>> {
+  /** `work` within `boundMs`, every failure a value. */
+  private async guard<T>(operation: string, boundMs: number, work: () => Promise<T>): Promise<StoreResult<T>> {
     try {
-      return { ok: true, value: await work() };
+      return { ok: true, value: await bounded(work(), boundMs) };
     } catch (error) {
       return { ok: false, failure: classify(error, operation) };
     }

@@ -6,7 +6,7 @@
  * expired by the rule jose applies. Only accepted tokens are kept, under the token's SHA-256, never
  * the token itself.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export const MAX_VERIFIED_TOKENS = 1_000;
 
@@ -55,5 +55,5 @@ export class VerifiedTokens<T> {
 }
 
 function digest(token: string): string {
-  return createHash('sha256').update(token).digest('base64');
+  return hash('sha256', token, 'base64');
 }

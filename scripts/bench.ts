@@ -41,16 +41,16 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
  * first in odd rounds, service first in even ones), so that drift in a shared machine's speed falls
  * on both alike. Requests per segment: about 1,000 draws, at least the concurrency.
  */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const requestsFor = (size: number) => Math.max(CONCURRENCY, Number(process.env[`BENCH_REQUESTS_${size}`] ?? Math.ceil(Number(process.env.BENCH_DRAWS ?? 1000) / size)));
 /** BENCH_SIZES=1,100 runs only those batch sizes (to profile one of them, say). */
 const SIZES = (process.env.BENCH_SIZES ?? '1,10,100').split(',').map(Number);
 const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100].filter((size) => SIZES.includes(size)).map((size) => ({ size, requests: requestsFor(size) }));
 /**
- * Requests before measuring, per side: enough for V8 to have optimized the hot path (about 1,000
- * draws), so the numbers are of a warm instance; the first requests are what cold start is about.
+ * Segments run per side before measuring: enough (about 3,000 draws) for V8 to have optimized the
+ * hot path, so the numbers are of a warm instance; the first requests are what cold start is about.
  */
-const warmupFor = (size: number) => Math.max(2 * CONCURRENCY, Math.ceil(Number(process.env.BENCH_WARMUP_DRAWS ?? 1000) / size));
+const WARMUP_SEGMENTS = Number(process.env.BENCH_WARMUP_SEGMENTS ?? 3);
 /** Each batch size gets tables of its own: Azurite answers a query by scanning the table, so a shared, ever-growing table would slow the later sizes. */
 const serviceTables = (tag: string) => ({ partnersTable: `${tag}Partners`, loansTable: `${tag}Loans`, drawsTable: `${tag}Draws`, idempotencyTable: `${tag}Keys` });
 const floorTables = (tag: string) => ({ partnersTable: `${tag}FloorPartners`, loansTable: `${tag}FloorLoans`, drawsTable: `${tag}FloorDraws`, idempotencyTable: `${tag}FloorKeys` });
@@ -104,31 +104,46 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
 
-/** Loan numbers handed out once each, seeded into both loans tables before they are used. */
+/**
+ * The loans one side draws on, each once per segment. Before the next segment, reset() deletes the
+ * side's draw rows, making the same loans fresh again; so the tables stay at one segment's size
+ * (Azurite answers a point query by scanning its table, and ever-growing tables would slow the later segments).
+ */
 class LoanPool {
-  private next = 1_000_000;
-  private readonly seeded: number[] = [];
+  private loans: number[] = [];
+  private cursor = 0;
 
-  constructor(private readonly tables: readonly TableClient[]) {}
+  constructor(
+    private readonly loansTable: TableClient,
+    private readonly drawsTable: TableClient,
+  ) {}
 
   async seed(count: number): Promise<void> {
-    const numbers = Array.from({ length: count }, () => ++this.next);
-    for (let i = 0; i < numbers.length; i += 200) {
-      const chunk = numbers.slice(i, i + 200);
-      await Promise.all(
-        chunk.flatMap((n) =>
-          this.tables.map((table) =>
-            putLoan(table, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' }),
-          ),
-        ),
-      );
+    this.loans = Array.from({ length: count }, (_, i) => 1_000_000 + i);
+    for (let i = 0; i < count; i += 200) {
+      const chunk = this.loans.slice(i, i + 200);
+      await Promise.all(chunk.map((n) => putLoan(this.loansTable, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' })));
     }
-    this.seeded.push(...numbers);
   }
 
   take(count: number): number[] {
-    if (this.seeded.length < count) throw new Error('bench: not enough seeded loans');
-    return this.seeded.splice(0, count);
+    if (this.cursor + count > this.loans.length) throw new Error('bench: not enough seeded loans');
+    this.cursor += count;
+    return this.loans.slice(this.cursor - count, this.cursor);
+  }
+
+  /** Deletes every draw row (in transactions of 100 per partition) and hands the loans out again. */
+  async reset(): Promise<void> {
+    const rows = new Map<string, string[]>();
+    for await (const row of this.drawsTable.listEntities({ queryOptions: { select: ['PartitionKey', 'RowKey'] } })) {
+      rows.set(row.partitionKey as string, [...(rows.get(row.partitionKey as string) ?? []), row.rowKey as string]);
+    }
+    for (const [partitionKey, keys] of rows) {
+      for (let i = 0; i < keys.length; i += 100) {
+        await this.drawsTable.submitTransaction(keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey, rowKey }]));
+      }
+    }
+    this.cursor = 0;
   }
 }
 
@@ -288,7 +303,7 @@ function summarizeProfile(file: string, count: number): ProfileSummary {
 function profileSection(size: number, profile: ProfileSummary): string[] {
   const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
   return [
-    `## Profile of the dev host at batch ${size} (\`--cpu-prof\`, warm-up and measured run)`,
+    `## Profile of the dev host at batch ${size} (\`--cpu-prof\`: a separate host, from start-up through warm-up and one segment)`,
     '',
     `Busy ${pct(profile.busyShare)} of the samples; the shares below are of the busy samples (idle excluded), by self time.`,
     '',
@@ -327,7 +342,7 @@ async function main(): Promise<void> {
       const tables = serviceTables(tag);
       await createTables(connection, tables);
       await putPartner(tableClient(connection, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
-      const pool = new LoanPool([tableClient(connection, tables.loansTable)]);
+      const pool = new LoanPool(tableClient(connection, tables.loansTable), tableClient(connection, tables.drawsTable));
       await pool.seed(loans);
       const env = { AUTH_OPENID_CONFIG_URL: provider?.openIdConfigUrl as string, AUTH_AUDIENCE: AUDIENCE, TABLES_CONNECTION_STRING: connection, ...tableSettings(tables) };
       return { env, pool };
@@ -340,31 +355,46 @@ async function main(): Promise<void> {
     const rows: { size: number; service: Run; floor: Run; cpuRatio: number; profile?: ProfileSummary }[] = [];
     for (const { size, requests } of PLAN) {
       const tag = `Batch${size}`;
-      const warmup = warmupFor(size);
-      const loans = (ROUNDS * requests + warmup) * size;
+      const loans = requests * size; // one segment's worth per side: reused after each reset
       process.stdout.write(`batch ${size}: seeding ${loans} loans for each side…\n`);
       const tables = floorTables(tag);
       await createTables(connection, tables);
       const floorLoans = tableClient(connection, tables.loansTable);
       const floorDraws = tableClient(connection, tables.drawsTable);
-      const floorPool = new LoanPool([floorLoans]);
+      const floorPool = new LoanPool(floorLoans, floorDraws);
       const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
-      // A dev host per batch size, so each profile is of one batch size.
-      const profileDir = join(PROFILES, `batch-${size}`);
-      mkdirSync(profileDir, { recursive: true });
-      host = await spawnDevHost(env, undefined, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
-      const serviceRun = () => serviceSegment(host as DevHostProcess, token, pool, size, requests);
-      const floorRun = () => floorSegment(floorLoans, floorDraws, floorPool, size, requests);
-      await serviceSegment(host, token, pool, size, warmup); // warm caches and JIT
-      await floorSegment(floorLoans, floorDraws, floorPool, size, warmup);
+      const serviceRun = async (on: DevHostProcess) => {
+        const segment = await serviceSegment(on, token, pool, size, requests);
+        await pool.reset();
+        return segment;
+      };
+      const floorRun = async () => {
+        const segment = await floorSegment(floorLoans, floorDraws, floorPool, size, requests);
+        await floorPool.reset();
+        return segment;
+      };
+
+      // A dev host per batch size, measured without a profiler attached (it costs the host CPU).
+      host = await spawnDevHost(env);
+      for (let i = 0; i < WARMUP_SEGMENTS; i++) {
+        await serviceRun(host);
+        await floorRun();
+      }
       const segments: { service: Segment[]; floor: Segment[] } = { service: [], floor: [] };
       for (let round = 0; round < ROUNDS; round++) {
         if (round % 2 === 0) segments.floor.push(await floorRun());
-        segments.service.push(await serviceRun());
+        segments.service.push(await serviceRun(host));
         if (round % 2 === 1) segments.floor.push(await floorRun());
       }
       const service = pooled(segments.service);
       const floor = pooled(segments.floor);
+      await host.stop();
+
+      // Then a profiled host on the same tables: warmed up alike, then one segment.
+      const profileDir = join(PROFILES, `batch-${size}`);
+      mkdirSync(profileDir, { recursive: true });
+      host = await spawnDevHost(env, undefined, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+      for (let i = 0; i <= WARMUP_SEGMENTS; i++) await serviceRun(host);
       await host.stop(); // writes the profile
       host = undefined;
       const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));

@@ -4,7 +4,7 @@
  * embeds Azurite (seeded with demo rows) and a local OpenID provider; every setting given in the
  * environment replaces its embedded default.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { format } from 'node:util';
 import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from '@azure/functions';
@@ -78,7 +78,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 function traceParentOf(req: IncomingMessage): string {
   const incoming = req.headers.traceparent;
   if (typeof incoming === 'string' && /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(incoming)) return incoming;
-  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+  // randomUUID draws from a prefetched pool, where randomBytes asks the system on every call.
+  const traceId = randomUUID().replaceAll('-', '');
+  const parentId = randomUUID().replaceAll('-', '').slice(0, 16);
+  return `00-${traceId}-${parentId}-01`;
 }
 
 function headersOf(req: IncomingMessage): Record<string, string> {
