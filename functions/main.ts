@@ -21,7 +21,7 @@ function managedIdentityOnFirstUse(): TokenCredential {
   return {
     getToken: (scopes, options) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      credential ??= (require('./managedIdentity') as typeof import('./managedIdentity')).managedIdentity();
+      credential ??= (require('../lib/managedIdentity') as typeof import('../lib/managedIdentity')).managedIdentity();
       return credential.getToken(scopes, options);
     },
   };

@@ -106,6 +106,7 @@ function parseUrl(value: string): URL | undefined {
 }
 
 function isTimeZone(value: string): boolean {
+  if (value === 'UTC') return true; // the default needs no time-zone data (see drawDay)
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: value });
     return true;

@@ -2,10 +2,14 @@
  * Raw request body → canonical draw requests, or the request/element errors of
  * DESIGN §2.2–2.3 rules 1–3. Pure apart from reading the body stream; touches no storage.
  */
-import Ajv, { type ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parse as parseContentType } from 'content-type';
 import * as jsonc from 'jsonc-parser';
+import { AMOUNT_TEXT, canonicalLoanNumber } from './elementChecks';
+import { validate as generatedValidator } from './generated/validateElement';
 import { DETAILS, type ElementError } from './problem';
+
+export { canonicalLoanNumber, decimalPlaces } from './elementChecks';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 
@@ -30,62 +34,9 @@ type Field = 'loanNumber' | 'requestor' | 'amount';
 const FIELDS: readonly Field[] = ['loanNumber', 'requestor', 'amount'];
 const FIELD_BY_FOLDED_KEY = new Map<string, Field>(FIELDS.map((f) => [f.toLowerCase(), f]));
 
-/**
- * Decimal places of a JSON number as written (`"100.10"` has 1, `"1.5e2"` has 0). A number given as
- * a JS value is read in its shortest round-trip form. Trailing zeros of the fraction do not count.
- */
-export function decimalPlaces(value: number | string): number {
-  const match = /^-?\d+(?:\.(\d+))?(?:e([+-]?\d+))?$/i.exec(typeof value === 'number' ? String(value) : value);
-  if (!match) return Number.POSITIVE_INFINITY;
-  const fraction = (match[1] ?? '').replace(/0+$/, '').length;
-  return Math.max(0, fraction - Number(match[2] ?? 0));
-}
-
-/** Accepted loan number forms → the integer, or undefined. */
-export function canonicalLoanNumber(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 1 ? value : undefined;
-  if (typeof value === 'string' && /^[0-9]{1,16}$/.test(value)) {
-    const n = Number(value);
-    return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
-  }
-  return undefined;
-}
-
-// Compiled once per instance: the schema is the same for every request.
-// The schema below is fixed code, checked by the unit tests; validating it against the JSON Schema
-// meta-schema at every start would compile that meta-schema too (about 30 ms of each cold start).
-const ajv = new Ajv({ allErrors: true, strict: true, validateSchema: false });
-ajv.addKeyword({
-  keyword: 'loanNumberForm',
-  schemaType: 'boolean',
-  validate: (_schema: boolean, data: unknown) => canonicalLoanNumber(data) !== undefined,
-  errors: false,
-});
-/** The amount as written in the request text, kept beside the parsed value for the decimals check. */
-const AMOUNT_TEXT = Symbol('amountText');
+/** Compiled from lib/elementSchema.ts at build time (`npm run generate`), not at each cold start. */
+const validateElement = generatedValidator as unknown as ValidateFunction;
 type Canonical = Partial<Record<Field, unknown>> & { [AMOUNT_TEXT]?: string };
-
-ajv.addKeyword({
-  keyword: 'maxDecimalPlaces',
-  type: 'number',
-  schemaType: 'number',
-  // Checked on the text: JSON.parse has already rounded 1.0000000000000001 to 1.
-  validate: (max: number, data: number, _schema?: unknown, cxt?: { parentData?: Canonical }) =>
-    Number.isFinite(data) && decimalPlaces(cxt?.parentData?.[AMOUNT_TEXT] ?? data) <= max,
-  errors: false,
-});
-/** The element schema after key mapping (exported for the test that checks it against the meta-schema). */
-export const ELEMENT_SCHEMA = {
-  type: 'object',
-  required: ['loanNumber', 'requestor', 'amount'],
-  properties: {
-    loanNumber: { loanNumberForm: true },
-    // Already trimmed; no control characters and no unpaired surrogates (they cannot be stored faithfully).
-    requestor: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^\\p{Cc}\\p{Cs}]*$' },
-    amount: { type: 'number', minimum: 1, maxDecimalPlaces: 2 },
-  },
-} as const;
-const validateElement = ajv.compile(ELEMENT_SCHEMA);
 
 function escapePointer(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1');

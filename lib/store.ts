@@ -86,6 +86,8 @@ const dayFormats = new Map<string, { readonly format: Intl.DateTimeFormat; minut
 
 /** Business date `YYYY-MM-DD` of `now` in the IANA zone that defines "per day". */
 export function drawDay(now: Date, timeZone: string): string {
+  // UTC, the default, without Intl: loading ICU's time-zone data costs a cold start about 15 ms.
+  if (timeZone === 'UTC') return now.toISOString().slice(0, 10);
   const minute = Math.floor(now.getTime() / 60_000);
   let zone = dayFormats.get(timeZone);
   if (zone === undefined) {

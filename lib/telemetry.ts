@@ -117,9 +117,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   };
   if (options.entraIngestion !== undefined) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { ManagedIdentityCredential } = require('@azure/identity') as typeof import('@azure/identity');
-    const { clientId } = options.entraIngestion;
-    client.config.aadTokenCredential = clientId === undefined ? new ManagedIdentityCredential() : new ManagedIdentityCredential({ clientId });
+    const { ingestionIdentity } = require('./managedIdentity') as typeof import('./managedIdentity');
+    client.config.aadTokenCredential = ingestionIdentity(options.entraIngestion.clientId);
   }
   client.initialize();
 

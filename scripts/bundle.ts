@@ -15,11 +15,11 @@ export const ROOT = existsSync(join(__dirname, '..', 'package.json')) ? join(__d
 export const BUNDLE = join(ROOT, 'dist', 'bundle', 'main.js');
 export const BUNDLE_EXTERNALS = ['@azure/functions-core', 'applicationinsights'] as const;
 
-/** functions/main.ts requires `./managedIdentity` on demand: it stays a file of its own beside the bundle. */
+/** lib/managedIdentity is required on demand (functions/main.ts, lib/telemetry.ts): it stays a file of its own beside the bundle. */
 const managedIdentityApart: Plugin = {
   name: 'managed-identity-apart',
   setup(b) {
-    b.onResolve({ filter: /^\.\/managedIdentity$/ }, (args) => (args.importer.endsWith('main.ts') ? { path: './managedIdentity.js', external: true } : undefined));
+    b.onResolve({ filter: /(^|\/)managedIdentity$/ }, () => ({ path: './managedIdentity.js', external: true }));
   },
 };
 
@@ -38,7 +38,7 @@ export async function bundle(): Promise<void> {
     logLevel: 'warning',
   };
   await build({ ...common, entryPoints: [join(ROOT, 'functions', 'main.ts')], outfile: BUNDLE, plugins: [managedIdentityApart] });
-  await build({ ...common, entryPoints: [join(ROOT, 'functions', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') });
+  await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') });
 }
 
 if (require.main === module) {
