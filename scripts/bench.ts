@@ -27,7 +27,7 @@ import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
 import { connectionStringVia, startFaultProxy } from './storageProxies';
 import { loadModule, type ModuleLoad } from './coldStart';
-import { DRAW_COLUMNS, LOAN_COLUMNS } from '../lib/store';
+import { DRAW_COLUMNS, LOAN_COLUMNS, storageAgent } from '../lib/store';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
@@ -359,8 +359,11 @@ async function main(): Promise<void> {
       process.stdout.write(`batch ${size}: seeding ${loans} loans for each side…\n`);
       const tables = floorTables(tag);
       await createTables(connection, tables);
-      const floorLoans = tableClient(connection, tables.loansTable);
-      const floorDraws = tableClient(connection, tables.drawsTable);
+      // Configured as the service configures its clients: the same connection handling, the same calls.
+      const floorAgent = storageAgent(tableClient(connection, tables.loansTable).url);
+      const floorClient = (table: string) => TableClient.fromConnectionString(connection, table, { allowInsecureConnection: true, agent: floorAgent });
+      const floorLoans = floorClient(tables.loansTable);
+      const floorDraws = floorClient(tables.drawsTable);
       const floorPool = new LoanPool(floorLoans, floorDraws);
       const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
       const serviceRun = async (on: DevHostProcess) => {
