@@ -74,17 +74,19 @@ export interface StoreTimeouts {
 }
 
 /**
- * Connections to the storage account, shared by the clients of every table: the 128 outbound
- * (SNAT) ports Azure guarantees an instance per destination.
+ * Connections to the storage account, shared by the clients of every table. Enough for the largest
+ * request's reads to be in flight at once (two per element of a batch of 100, a partner and a key
+ * record): the read round stays one round trip (tests/integration/storageCalls.test.ts holds every
+ * answer until all of a batch of 100's reads have arrived).
  */
-export const MAX_STORAGE_CONNECTIONS = 128;
+export const MAX_STORAGE_CONNECTIONS = 256;
 
 /**
- * One keep-alive agent for the account. The SDK's default gives each client its own agent without
- * a limit: a batch of 100 opened up to 200 connections at once, most closed again after the round
- * (an agent keeps 256 idle ones), so later batches paid for new ones, and bursts of new connections
- * overflowed the listener's backlog (a dropped SYN costs a full second). Reused connections also
- * keep an instance within its SNAT ports.
+ * One keep-alive agent for the account. The SDK's default gives each client an agent of its own,
+ * without a limit: concurrent batches of 100 opened hundreds of connections at once, and closed
+ * all but 256 idle ones per client afterwards, so the next ones paid for new connections; bursts
+ * of them overflowed the listener's backlog (a dropped SYN costs a full second: the bench's tail
+ * latencies). Reused, bounded connections also keep an instance within its outbound (SNAT) ports.
  */
 export function storageAgent(accountUrl: string): HttpAgent {
   const options = { keepAlive: true, maxSockets: MAX_STORAGE_CONNECTIONS, maxFreeSockets: MAX_STORAGE_CONNECTIONS };

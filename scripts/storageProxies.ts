@@ -75,6 +75,8 @@ export interface FaultProxy extends Proxy {
   maxInFlight: number;
   /** Kinds in arrival order, each with how many requests were already answered then. */
   readonly arrivals: { kind: 'read' | 'commit' | 'other'; answeredBefore: number }[];
+  /** TCP connections accepted so far, and how many are open now. */
+  readonly connections: { opened: number; open: number };
 }
 
 const BUSY_BODY = JSON.stringify({
@@ -137,6 +139,11 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       }, 3_000);
     });
   });
+  server.on('connection', (socket: Socket) => {
+    proxy.connections.opened += 1;
+    proxy.connections.open += 1;
+    socket.once('close', () => (proxy.connections.open -= 1));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const proxy: FaultProxy = {
     port: (server.address() as { port: number }).port,
@@ -145,6 +152,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     counts: { reads: 0, commits: 0, other: 0 },
     maxInFlight: 0,
     arrivals: [],
+    connections: { opened: 0, open: 0 },
     close: () => {
       for (const res of held) res.destroy();
       server.closeAllConnections();

@@ -5,6 +5,7 @@
  */
 import { Harness, draw } from '../support/harness';
 import { startFaultProxy, type FaultProxy } from '../../scripts/storageProxies';
+import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
 
 let h: Harness;
 let proxy: FaultProxy;
@@ -47,4 +48,21 @@ test.each([1, 10, 100])('batch of %i with a warm partner cache: 2 reads per loan
   expect(commits).toHaveLength(1);
   expect(commits[0].answeredBefore - reads[0].answeredBefore).toBe(2 * size); // the commit came after every read
   expect(other).toBe(0);
+});
+
+test('connections to storage are bounded, kept and shared by every table: concurrent batches of 100 again open none', async () => {
+  h.rebuild({}, h.settingsVia(proxy.port));
+  const wave = async () => {
+    const batches = await Promise.all(Array.from({ length: 4 }, () => Promise.all(Array.from({ length: 100 }, () => h.loan()))));
+    const replies = await Promise.all(batches.map((loans) => h.post(loans.map((l) => draw(l)))));
+    expect(replies.map((r) => r.status)).toEqual([204, 204, 204, 204]);
+  };
+  proxy.gate = 0;
+  const before = proxy.connections.opened;
+  await wave(); // 800 reads and 4 transactions at once, plus the partner read
+  const first = proxy.connections.opened - before;
+  expect(first).toBeGreaterThan(1);
+  expect(first).toBeLessThanOrEqual(MAX_STORAGE_CONNECTIONS);
+  await wave();
+  expect(proxy.connections.opened - before).toBe(first); // every connection of the first wave was kept and reused
 });
