@@ -15,6 +15,28 @@ export const ROOT = existsSync(join(__dirname, '..', 'package.json')) ? join(__d
 export const BUNDLE = join(ROOT, 'dist', 'bundle', 'main.js');
 export const BUNDLE_EXTERNALS = ['@azure/functions-core', 'applicationinsights'] as const;
 
+/**
+ * `@azure/data-tables` hands the pipeline `@azure/core-xml` (with fast-xml-parser, about 80 KB) for
+ * XML answers, which only account-level operations get; this service's reads and transactions are
+ * JSON. The bundle gets a stand-in that loads the real module, built apart as coreXml.js, on first use.
+ */
+const XML_ON_FIRST_USE = `
+let xml;
+const load = () => (xml ??= require('./coreXml.js'));
+exports.parseXML = (...args) => load().parseXML(...args);
+exports.stringifyXML = (...args) => load().stringifyXML(...args);
+exports.XML_ATTRKEY = '$';
+exports.XML_CHARKEY = '_';
+`;
+const xmlOnFirstUse: Plugin = {
+  name: 'xml-on-first-use',
+  setup(b) {
+    b.onResolve({ filter: /^@azure\/core-xml$/ }, () => ({ path: 'core-xml', namespace: 'on-first-use' }));
+    b.onResolve({ filter: /^\.\/coreXml\.js$/ }, () => ({ path: './coreXml.js', external: true }));
+    b.onLoad({ filter: /.*/, namespace: 'on-first-use' }, () => ({ contents: XML_ON_FIRST_USE, loader: 'js' }));
+  },
+};
+
 /** lib/managedIdentity is required on demand (functions/main.ts, lib/telemetry.ts): it stays a file of its own beside the bundle. */
 const managedIdentityApart: Plugin = {
   name: 'managed-identity-apart',
@@ -37,8 +59,9 @@ export async function bundle(): Promise<void> {
     legalComments: 'linked',
     logLevel: 'warning',
   };
-  await build({ ...common, entryPoints: [join(ROOT, 'functions', 'main.ts')], outfile: BUNDLE, plugins: [managedIdentityApart] });
+  await build({ ...common, entryPoints: [join(ROOT, 'functions', 'main.ts')], outfile: BUNDLE, plugins: [managedIdentityApart, xmlOnFirstUse] });
   await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') });
+  await build({ ...common, stdin: { contents: "module.exports = require('@azure/core-xml');", resolveDir: ROOT, loader: 'js' }, outfile: join(dirname(BUNDLE), 'coreXml.js') });
 }
 
 if (require.main === module) {

@@ -43,7 +43,7 @@ export const CODE_FOLDERS = ['functions', 'lib'] as const;
 
 /** What the Functions host loads (scripts/bundle.ts builds it), and the file it requires on demand. */
 export const PACKAGED_MAIN = 'dist/bundle/main.js';
-export const PACKAGED_CODE = [PACKAGED_MAIN, 'dist/bundle/managedIdentity.js'] as const;
+export const PACKAGED_CODE = [PACKAGED_MAIN, 'dist/bundle/managedIdentity.js', 'dist/bundle/coreXml.js'] as const;
 
 /** Required by the code but provided by the Functions host at run time: never shipped. */
 export const HOST_PROVIDED = ['@azure/functions-core'] as const;
