@@ -14,6 +14,7 @@ const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/
 
 export interface Azurite {
   readonly port: number;
+  readonly pid: number;
   readonly connectionString: string;
   /** Stops the process: SIGINT lets Azurite close cleanly (and save to disk); `abrupt` kills it. */
   stop(abrupt?: boolean): Promise<void>;
@@ -66,6 +67,7 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
   child.removeAllListeners('exit');
   return {
     port: chosen,
+    pid: child.pid as number,
     connectionString: connectionStringFor(chosen),
     stop: (abrupt = false) =>
       new Promise<void>((resolve) => {

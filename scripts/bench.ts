@@ -18,6 +18,7 @@
  */
 import autocannon from 'autocannon';
 import { RestError, TableClient, odata, type TableEntity, type TransactionAction } from '@azure/data-tables';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +100,18 @@ function pooled(segments: readonly Segment[]): Run {
     cpuPerRequest: sum((s) => s.cpuMs) / Math.max(1, ok),
     cpuByRound: segments.map((s) => s.cpuMs / Math.max(1, s.ok)),
   };
+}
+
+/**
+ * On two or more cores, the measured process (this one for the floor, the dev host for the service)
+ * gets core 1 to itself while Azurite, and the load generator when the service is measured, share
+ * core 0: otherwise the service's segments put three busy processes on two cores and the dev host
+ * pays for the contention (context switches, cold caches) in CPU time the floor never pays.
+ */
+const PINNING = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
+function pin(pid: number, cores: number | 'all'): void {
+  const list = cores === 'all' ? `0-${cpus().length - 1}` : String(cores);
+  if (PINNING) spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' });
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -316,7 +329,7 @@ const FINDINGS = [
   '- **Connections.** At batch 100, `internalConnect` and 1–3 s tails: the SDK gives every client its own unbounded agent, so concurrent batches opened hundreds of connections, closed most afterwards, and bursts of new ones overflowed the listener\'s backlog (a dropped SYN costs a second). One keep-alive agent of 256 connections per account, shared by every table (`storageAgent`), keeps them; the floor is configured the same way, so both make the same calls.',
   '- **Log writes.** The dev host wrote each log line to stdout with its own system call (`writeUtf8String` under `logHandler`); it now writes what accumulated every 50 ms.',
   '- **Per-request formatting.** `Intl.DateTimeFormat#formatToParts` for the business day ran on every request; it now runs once per minute per zone, and not at all for UTC. `randomBytes` for the trace id went to the system on every request; `randomUUID` draws from a pool.',
-  '- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment\'s draw rows are deleted afterwards, so tables stay small.',
+  '- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment\'s draw rows are deleted afterwards, so tables stay small. Unpinned, the service\'s segments put three busy processes on two cores and the dev host paid for the contention: the measured process now has a core to itself.',
   '- **Cold start.** Compiling the element schema with ajv, and loading ajv\'s compiler, was about a third of the bundle\'s load time: the validator is now generated once by ajv (`npm run generate`, lib/generated/, checked by a drift test). Checking `DRAW_DAY_TIMEZONE` loaded ICU\'s time-zone data (about 15 ms): UTC, the default and what infra sets, needs none. `@azure/identity` with MSAL (270 KB) had come back into the bundle through telemetry\'s ingestion credential: both credentials now live in the separate `managedIdentity.js`, loaded on first use. The XML parser the storage SDK carries (80 KB) is loaded on first use too: this service\'s calls never get XML.',
   '',
   'What remains at batch 1 is mostly the HTTP layer in front of the handler: the dev host\'s `node:http` server, the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream) and `InvocationContext`, most of the Node.js share of the batch-1 profile that the floor does not have. The Functions worker builds the same request and context objects in Azure.',
@@ -382,6 +395,7 @@ async function main(): Promise<void> {
   let host: DevHostProcess | undefined;
   try {
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
+    pin(azurite.pid, 0);
     const connection = azurite.connectionString;
     const token = await provider.server.issuer.buildToken({
       expiresIn: 3600,
@@ -417,11 +431,13 @@ async function main(): Promise<void> {
       const floorPool = new LoanPool(floorLoans, floorDraws);
       const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
       const serviceRun = async (on: DevHostProcess) => {
+        pin(process.pid, 0); // the load generator, beside Azurite
         const segment = await serviceSegment(on, token, pool, size, requests);
         await pool.reset();
         return segment;
       };
       const floorRun = async () => {
+        pin(process.pid, 1); // the floor is measured here: the core of its own
         const segment = await floorSegment(floorLoans, floorDraws, floorPool, size, requests);
         await floorPool.reset();
         return segment;
@@ -429,6 +445,7 @@ async function main(): Promise<void> {
 
       // A dev host per batch size, measured without a profiler attached (it costs the host CPU).
       host = await spawnDevHost(env);
+      pin(host.pid, 1);
       for (let i = 0; i < WARMUP_SEGMENTS; i++) {
         await serviceRun(host);
         await floorRun();
@@ -459,6 +476,8 @@ async function main(): Promise<void> {
       );
     }
 
+    pin(process.pid, 'all'); // the cold-start processes below inherit this process's cores
+
     // Both storage set-ups: a connection string (local), and managed identity (production).
     const setups = [
       ['connection string', { TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }],
@@ -474,7 +493,7 @@ async function main(): Promise<void> {
       '# Benchmark results',
       '',
       `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
-      `Azurite (in memory), the dev host and the load generator share the machine. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
+      `Azurite (in memory), the dev host and the load generator share the machine${PINNING ? ': the measured process (the dev host, or this process for the floor) has core 1 to itself; Azurite and the load generator share core 0' : ' (not pinned to cores: fewer than two, or no taskset)'}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
       '## Against the targets (issue 7)',
