@@ -88,7 +88,7 @@ interface ProviderKeys {
   /** jwtVerify's options, built once per metadata fetch rather than per request. */
   readonly verifyOptions: JWTVerifyOptions;
   readonly jwksUri: string;
-  readonly keys: KeyResolver;
+  readonly resolver: KeyResolver;
   readonly fetchedAt: number;
 }
 
@@ -148,13 +148,13 @@ export class Authenticator {
     }
 
     // The same token again, with nothing changed since it was accepted: the same answer, without the signature check.
-    const keySetVersion = keys.keys.keySetVersion();
+    const keySetVersion = keys.resolver.keySetVersion();
     const remembered = this.verified.get(token, keys, keySetVersion);
     if (remembered !== undefined) return remembered;
 
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(token, keys.keys.getKey, keys.verifyOptions));
+      ({ payload: claims } = await jwtVerify(token, keys.resolver.getKey, keys.verifyOptions));
     } catch (error) {
       if (error instanceof IdentityProviderUnavailable) return { ok: false, failure: { kind: 'dependency', code: error.code } };
       const code = (error as { code?: string }).code;
@@ -176,7 +176,7 @@ export class Authenticator {
     if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId)) return refuse('ERR_AUTH_NO_CLIENT', true, partnerClaim ?? 'azp');
     const accepted: TokenResult = { ok: true, clientId, claims };
     // Remembered only if the key set did not change (or start changing) while this token was checked.
-    if (keySetVersion !== undefined && keys.keys.keySetVersion() === keySetVersion) {
+    if (keySetVersion !== undefined && keys.resolver.keySetVersion() === keySetVersion) {
       this.verified.set(token, keys, keySetVersion, claims.exp as number, accepted);
     }
     return accepted;
@@ -225,7 +225,7 @@ export class Authenticator {
     const issuers =
       this.config.allowedIssuers ??
       (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
-    const resolver = previous?.jwksUri === jwksUri ? previous.keys : keyResolver(new URL(jwksUri), this.timings, this.now);
+    const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now);
     const verifyOptions: JWTVerifyOptions = {
       issuer: [...issuers],
       audience: [...this.config.audiences],
@@ -233,7 +233,7 @@ export class Authenticator {
       clockTolerance: this.config.clockToleranceSeconds,
       requiredClaims: ['exp'],
     };
-    const keys = { verifyOptions, jwksUri, keys: resolver, fetchedAt: this.now() };
+    const keys = { verifyOptions, jwksUri, resolver, fetchedAt: this.now() };
     this.keys = keys;
     return keys;
   }

@@ -93,6 +93,8 @@ export function storageAgent(accountUrl: string): HttpAgent {
   return new URL(accountUrl).protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
 }
 
+type AttemptOptions = { readonly requestOptions: { readonly timeout: number } };
+
 /** The columns each point read asks for ($select): only what the rules and the retry check use. */
 export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
 export const DRAW_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'];
@@ -186,8 +188,8 @@ export class TableStore {
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
   /** Per-call options: each HTTP attempt bounded (a retry follows within the operation's bound). */
-  private readonly attempt: { readonly requestOptions: { readonly timeout: number } };
-  private readonly commitAttempt: { readonly requestOptions: { readonly timeout: number } };
+  private readonly attempt: AttemptOptions;
+  private readonly commitAttempt: AttemptOptions;
 
   constructor(
     config: TablesConfig,

@@ -152,7 +152,9 @@ class LoanPool {
   async reset(): Promise<void> {
     const rows = new Map<string, string[]>();
     for await (const row of this.drawsTable.listEntities({ queryOptions: { select: ['PartitionKey', 'RowKey'] } })) {
-      rows.set(row.partitionKey as string, [...(rows.get(row.partitionKey as string) ?? []), row.rowKey as string]);
+      const keys = rows.get(row.partitionKey as string) ?? [];
+      keys.push(row.rowKey as string);
+      rows.set(row.partitionKey as string, keys);
     }
     for (const [partitionKey, keys] of rows) {
       for (let i = 0; i < keys.length; i += 100) {

@@ -1,8 +1,7 @@
 import Ajv from 'ajv';
+import { canonicalLoanNumber, decimalPlaces } from '../../lib/elementChecks';
 import { ELEMENT_SCHEMA } from '../../lib/elementSchema';
 import {
-  canonicalLoanNumber,
-  decimalPlaces,
   isJsonContentType,
   MAX_BODY_BYTES,
   parseDrawRequests,
