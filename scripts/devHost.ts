@@ -94,13 +94,15 @@ function headersOf(req: IncomingMessage): Record<string, string> {
 
 /** Serves `handler` at POST /DrawRequest on 127.0.0.1:`port` (0 = any free port). */
 export async function serveHandler(handler: HttpHandler, port: number, log: Log): Promise<Server> {
+  let base = '';
   const server = createServer((req, res) => {
-    void respond(handler, req, res, `http://127.0.0.1:${(server.address() as { port: number }).port}`, log);
+    void respond(handler, req, res, base, log);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolve);
   });
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return server;
 }
 
