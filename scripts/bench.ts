@@ -103,10 +103,13 @@ function pooled(segments: readonly Segment[]): Run {
 }
 
 /**
- * On two or more cores, the measured process (this one for the floor, the dev host for the service)
- * gets core 1 to itself while Azurite, and the load generator when the service is measured, share
- * core 0: otherwise the service's segments put three busy processes on two cores and the dev host
- * pays for the contention (context switches, cold caches) in CPU time the floor never pays.
+ * On two or more cores, Azurite has core 0 to itself; the measured process (this one for the floor,
+ * the dev host for the service) and the load generator (this process) are on core 1. Storage then
+ * answers equally fast for both sides. With the load generator beside Azurite instead, storage was
+ * slower during the service's segments only; a measured process that waits longer between events
+ * spends more CPU per request (fewer events per wake-up), which put 0.1–0.2 on the ratio whenever the
+ * shared machine was busy. Unpinned, three busy processes on two cores made the dev host pay for
+ * contention (context switches, cold caches) the floor never paid.
  */
 const PINNING = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
 function pin(pid: number, cores: number | 'all'): void {
@@ -343,10 +346,10 @@ const FINDINGS = [
   '- **Connections.** At batch 100, `internalConnect` and 1–3 s tails: the SDK gives every client its own unbounded agent, so concurrent batches opened hundreds of connections, closed most afterwards, and bursts of new ones overflowed the listener\'s backlog (a dropped SYN costs a second). One keep-alive agent of 256 connections per account, shared by every table (`storageAgent`), keeps them; the floor is configured the same way, so both make the same calls.',
   '- **Log writes.** The dev host wrote each log line to stdout with its own system call (`writeUtf8String` under `logHandler`); it now writes what accumulated every 50 ms.',
   '- **Per-request formatting.** `Intl.DateTimeFormat#formatToParts` for the business day ran on every request; it now runs once per minute per zone, and not at all for UTC. `randomBytes` for the trace id went to the system on every request; `randomUUID` draws from a pool.',
-  '- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment\'s draw rows are deleted afterwards, so tables stay small. Unpinned, the service\'s segments put three busy processes on two cores and the dev host paid for the contention: the measured process now has a core to itself.',
+  '- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment\'s draw rows are deleted afterwards, so tables stay small. Unpinned, the service\'s segments put three busy processes on two cores and the dev host paid for the contention. With the load generator on Azurite\'s core, storage was slower during the service\'s segments only, and a process that waits longer between events spends more CPU per request (a CPU hog on that core moved the ratio from 1.13 to 1.33): Azurite now has a core to itself, and the measured process shares the other with the load generator. autocannon reports only at its next one-second tick: a service segment now ends at its last response, where the idle gap had understated its requests per second by up to a third and added the host\'s idle work to its CPU.',
   '- **Cold start.** Compiling the element schema with ajv, and loading ajv\'s compiler, was about a third of the bundle\'s load time: the validator is now generated once by ajv (`npm run generate`, lib/generated/, checked by a drift test). Checking `DRAW_DAY_TIMEZONE` loaded ICU\'s time-zone data (about 15 ms): UTC, the default and what infra sets, needs none. `@azure/identity` with MSAL (270 KB) had come back into the bundle through telemetry\'s ingestion credential: both credentials now live in the separate `managedIdentity.js`, loaded on first use. The XML parser the storage SDK carries (80 KB) is loaded on first use too: this service\'s calls never get XML.',
   '',
-  'What remains at batch 1 is mostly the HTTP layer in front of the handler: the dev host\'s `node:http` server, the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream) and `InvocationContext`, most of the Node.js share of the batch-1 profile that the floor does not have. The Functions worker builds the same request and context objects in Azure.',
+  'What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host\'s `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler\'s own parsing and checks are a few µs (`parseDrawRequests` of one element: 5 µs).',
   '',
 ];
 
@@ -410,6 +413,7 @@ async function main(): Promise<void> {
   try {
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
     pin(azurite.pid, 0);
+    pin(process.pid, 1); // the floor and the load generator
     const connection = azurite.connectionString;
     const token = await provider.server.issuer.buildToken({
       expiresIn: 3600,
@@ -445,13 +449,11 @@ async function main(): Promise<void> {
       const floorPool = new LoanPool(floorLoans, floorDraws);
       const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
       const serviceRun = async (on: DevHostProcess) => {
-        pin(process.pid, 0); // the load generator, beside Azurite
         const segment = await serviceSegment(on, token, pool, size, requests);
         await pool.reset();
         return segment;
       };
       const floorRun = async () => {
-        pin(process.pid, 1); // the floor is measured here: the core of its own
         const segment = await floorSegment(floorLoans, floorDraws, floorPool, size, requests);
         await floorPool.reset();
         return segment;
@@ -509,7 +511,7 @@ async function main(): Promise<void> {
       '# Benchmark results',
       '',
       `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
-      `Azurite (in memory), the dev host and the load generator share the machine${PINNING ? ': the measured process (the dev host, or this process for the floor) has core 1 to itself; Azurite and the load generator share core 0' : ' (not pinned to cores: fewer than two, or no taskset)'}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
+      `Azurite (in memory), the dev host and the load generator share the machine${PINNING ? ': Azurite has core 0 to itself, so storage answers both sides equally fast; the measured process (the dev host, or this process for the floor) and the load generator are on core 1' : ' (not pinned to cores: fewer than two, or no taskset)'}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
       '## Against the targets (issue 7)',
