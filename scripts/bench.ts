@@ -103,15 +103,17 @@ function pooled(segments: readonly Segment[]): Run {
 }
 
 /**
- * On two or more cores, Azurite has core 0 to itself; the measured process (this one for the floor,
- * the dev host for the service) and the load generator (this process) are on core 1. Storage then
- * answers equally fast for both sides. With the load generator beside Azurite instead, storage was
- * slower during the service's segments only; a measured process that waits longer between events
- * spends more CPU per request (fewer events per wake-up), which put 0.1–0.2 on the ratio whenever the
- * shared machine was busy. Unpinned, three busy processes on two cores made the dev host pay for
- * contention (context switches, cold caches) the floor never paid.
+ * Azurite has core 0 to itself, so storage (another machine, in Azure) answers both sides equally
+ * fast; the measured process (this one for the floor, the dev host for the service) has core 1. The
+ * load generator (this process, during the service's segments) gets core 2 where there is one; on two
+ * cores it shares core 1 with the dev host, where it costs the dev host some CPU (switches, caches).
+ * With the load generator beside Azurite instead, storage was slower during the service's segments
+ * only, and a measured process that waits longer between events spends more CPU per request (fewer
+ * events per wake-up). Unpinned, three busy processes on two cores made the dev host pay for
+ * contention the floor never paid. docs/decisions.md has the numbers.
  */
 const PINNING = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
+const LOAD_GENERATOR_CORE = cpus().length >= 3 ? 2 : 1;
 function pin(pid: number, cores: number | 'all'): void {
   const list = cores === 'all' ? `0-${cpus().length - 1}` : String(cores);
   if (PINNING) spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' });
@@ -349,7 +351,7 @@ const FINDINGS = [
   '- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment\'s draw rows are deleted afterwards, so tables stay small. Unpinned, the service\'s segments put three busy processes on two cores and the dev host paid for the contention. With the load generator on Azurite\'s core, storage was slower during the service\'s segments only, and a process that waits longer between events spends more CPU per request (a CPU hog on that core moved the ratio from 1.13 to 1.33): Azurite now has a core to itself, and the measured process shares the other with the load generator. autocannon reports only at its next one-second tick: a service segment now ends at its last response, where the idle gap had understated its requests per second by up to a third and added the host\'s idle work to its CPU.',
   '- **Cold start.** Compiling the element schema with ajv, and loading ajv\'s compiler, was about a third of the bundle\'s load time: the validator is now generated once by ajv (`npm run generate`, lib/generated/, checked by a drift test). Checking `DRAW_DAY_TIMEZONE` loaded ICU\'s time-zone data (about 15 ms): UTC, the default and what infra sets, needs none. `@azure/identity` with MSAL (270 KB) had come back into the bundle through telemetry\'s ingestion credential: both credentials now live in the separate `managedIdentity.js`, loaded on first use. The XML parser the storage SDK carries (80 KB) is loaded on first use too: this service\'s calls never get XML.',
   '',
-  'What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host\'s `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler\'s own parsing and checks are a few µs (`parseDrawRequests` of one element: 5 µs).',
+  'What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host\'s `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler\'s own parsing and checks are about 15 µs in all (remembered token 3 µs, `parseDrawRequests` of one element 5 µs). The ratio moves with the shared machine\'s load and with how the processes share its cores, by about ±0.15: docs/decisions.md gives ten runs\' medians.',
   '',
 ];
 
@@ -413,7 +415,6 @@ async function main(): Promise<void> {
   try {
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
     pin(azurite.pid, 0);
-    pin(process.pid, 1); // the floor and the load generator
     const connection = azurite.connectionString;
     const token = await provider.server.issuer.buildToken({
       expiresIn: 3600,
@@ -449,11 +450,13 @@ async function main(): Promise<void> {
       const floorPool = new LoanPool(floorLoans, floorDraws);
       const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
       const serviceRun = async (on: DevHostProcess) => {
+        pin(process.pid, LOAD_GENERATOR_CORE);
         const segment = await serviceSegment(on, token, pool, size, requests);
         await pool.reset();
         return segment;
       };
       const floorRun = async () => {
+        pin(process.pid, 1); // the floor is measured here
         const segment = await floorSegment(floorLoans, floorDraws, floorPool, size, requests);
         await floorPool.reset();
         return segment;
@@ -511,7 +514,7 @@ async function main(): Promise<void> {
       '# Benchmark results',
       '',
       `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
-      `Azurite (in memory), the dev host and the load generator share the machine${PINNING ? ': Azurite has core 0 to itself, so storage answers both sides equally fast; the measured process (the dev host, or this process for the floor) and the load generator are on core 1' : ' (not pinned to cores: fewer than two, or no taskset)'}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
+      `Azurite (in memory), the dev host and the load generator share the machine${PINNING ? `: Azurite has core 0 to itself, so storage answers both sides equally fast; the measured process (the dev host, or this process for the floor) has core 1${LOAD_GENERATOR_CORE === 1 ? ', which the load generator shares (two cores only)' : `, the load generator core ${LOAD_GENERATOR_CORE}`}` : ' (not pinned to cores: fewer than two, or no taskset)'}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
       '## Against the targets (issue 7)',
