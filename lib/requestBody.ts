@@ -9,7 +9,6 @@ import { AMOUNT_TEXT, canonicalLoanNumber } from './elementChecks';
 import { validate as generatedValidator } from './generated/validateElement';
 import { DETAILS, type ElementError } from './problem';
 
-
 export const MAX_BODY_BYTES = 256 * 1024;
 
 /** One accepted-shape element, in canonical form. */

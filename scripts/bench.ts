@@ -191,22 +191,17 @@ async function serviceSegment(host: DevHostProcess, token: string, pool: LoanPoo
   };
   // Read at the last response: autocannon reports only at its next sampling tick (up to a second
   // later), and whatever the host does while idle in that gap is not a request's cost.
-  let cpuAtLast = Number.NaN;
-  let endedAt = Number.NaN;
+  const reading = () => ({ cpu: cpuMs(host.pid), at: performance.now() });
+  let last: { cpu: number; at: number } | undefined;
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(options, (error, done) => (error ? reject(error) : resolve(done)));
     instance.on('response', (_client, _status, _bytes, responseTime) => {
       latencies.push(responseTime);
-      if (latencies.length === requests) {
-        cpuAtLast = cpuMs(host.pid);
-        endedAt = performance.now();
-      }
+      if (latencies.length === requests) last = reading();
     });
   });
-  const ended = latencies.length === requests;
-  const seconds = ((ended ? endedAt : performance.now()) - started) / 1000;
-  const cpu = (ended ? cpuAtLast : cpuMs(host.pid)) - cpuBefore;
-  return { latencies, seconds, cpuMs: cpu, ok: result['2xx'], errors: result.errors + result.non2xx + result.timeouts };
+  last ??= reading(); // not every request was answered: up to the end
+  return { latencies, seconds: (last.at - started) / 1000, cpuMs: last.cpu - cpuBefore, ok: result['2xx'], errors: result.errors + result.non2xx + result.timeouts };
 }
 
 /** A point read as the service makes it: a PK+RK query of one row, with the same columns. */
@@ -510,11 +505,15 @@ async function main(): Promise<void> {
     });
 
     const cpu = cpus();
+    const loadGenerator = LOAD_GENERATOR_CORE === 1 ? ', which the load generator shares (two cores only)' : `, the load generator core ${LOAD_GENERATOR_CORE}`;
+    const placement = PINNING
+      ? `: Azurite has core 0 to itself, so storage answers both sides equally fast; the measured process (the dev host, or this process for the floor) has core 1${loadGenerator}`
+      : ' (not pinned to cores: fewer than two, or no taskset)';
     const lines = [
       '# Benchmark results',
       '',
       `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
-      `Azurite (in memory), the dev host and the load generator share the machine${PINNING ? `: Azurite has core 0 to itself, so storage answers both sides equally fast; the measured process (the dev host, or this process for the floor) has core 1${LOAD_GENERATOR_CORE === 1 ? ', which the load generator shares (two cores only)' : `, the load generator core ${LOAD_GENERATOR_CORE}`}` : ' (not pinned to cores: fewer than two, or no taskset)'}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
+      `Azurite (in memory), the dev host and the load generator share the machine${placement}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
       '## Against the targets (issue 7)',
