@@ -181,6 +181,16 @@ function asNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
+/** What a draw row says about the request that wrote it. */
+function priorDraw(row: Record<string, unknown>): PriorDraw {
+  return {
+    partnerId: asString(row.PartnerId),
+    idempotencyKey: asString(row.IdempotencyKey),
+    batchHash: asString(row.BatchHash),
+    requestId: asString(row.RequestId),
+  };
+}
+
 export class TableStore {
   private readonly partners: TableClient;
   private readonly loans: TableClient;
@@ -248,16 +258,26 @@ export class TableStore {
           });
         }
         const draw = drawRows[i];
-        if (draw !== undefined) {
-          drawnToday.set(n, {
-            partnerId: asString(draw.PartnerId),
-            idempotencyKey: asString(draw.IdempotencyKey),
-            batchHash: asString(draw.BatchHash),
-            requestId: asString(draw.RequestId),
-          });
-        }
+        if (draw !== undefined) drawnToday.set(n, priorDraw(draw));
       });
       return { loans, drawnToday };
+    });
+  }
+
+  /**
+   * One day's draw rows for these loans, by loan number: the previous business day's, read only for
+   * a keyed batch in the first minutes of a new day (a retry across midnight, lib/idempotency.ts).
+   */
+  async readDraws(day: string, loanNumbers: readonly string[]): Promise<StoreResult<ReadonlyMap<string, PriorDraw>>> {
+    const unique = [...new Set(loanNumbers)];
+    return this.guard('readDraws', this.timeouts.readMs, async () => {
+      const rows = await Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, DRAW_COLUMNS)));
+      const draws = new Map<string, PriorDraw>();
+      unique.forEach((n, i) => {
+        const row = rows[i];
+        if (row !== undefined) draws.set(n, priorDraw(row));
+      });
+      return draws;
     });
   }
 
