@@ -10,7 +10,7 @@ import type { Config } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
-import { KEY_REUSED, batchHash, judgeRetry, readIdempotencyKey, type KeyedBatch } from '../lib/idempotency';
+import { KEY_REUSED, batchHash, judgeRetry, previousDayInWindow, readIdempotencyKey, type KeyedBatch, type PriorDraw } from '../lib/idempotency';
 import { DETAILS, type ElementError } from '../lib/problem';
 import { readDrawRequests, type DrawRequest } from '../lib/requestBody';
 import { DEFAULT_TIMEOUTS, TableStore, drawDay, type StoreResult, type StoreTimeouts } from '../lib/store';
@@ -57,6 +57,9 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     const token = await outcome.timed('auth', authenticator.verify(request.headers.get('authorization')));
     if (!token.ok) return outcome.refused(token.failure);
     outcome.clientId = token.clientId;
+    // A client this instance already knows to refuse costs nothing more: no body read, no storage call.
+    const refusal = partners.cachedRefusal(token.clientId);
+    if (refusal !== undefined) return outcome.refusedClient(refusal);
     const caller = partners.resolve(token.clientId); // from cache, or read alongside step 3's reads
     caller.catch(() => undefined); // a defect there is answered where it is awaited, not as an unhandled rejection
 
@@ -74,21 +77,30 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     outcome.idempotencyKey = idempotency.key;
 
     // 3. Draw rules, on one parallel round of point reads (and the key's record once the partner is known).
-    const day = drawDay(now(), config.drawDayTimeZone);
+    // A keyed batch early in a day also reads the previous day's rows: a retry across midnight is a replay.
+    const at = now();
+    const day = drawDay(at, config.drawDayTimeZone);
+    const previousDay = idempotency.key === undefined ? undefined : previousDayInWindow(at, day, (t) => drawDay(t, config.drawDayTimeZone));
     const loanNumbers = body.requests.map((r) => String(r.loanNumber));
-    const [partner, state, keyRecord] = await outcome.timed(
+    const [partner, state, keyRecord, previousDayRows] = await outcome.timed(
       'read',
-      Promise.all([caller, store.readBatchState(day, loanNumbers), recordedHash(caller, day, idempotency.key)]),
+      Promise.all([
+        caller,
+        store.readBatchState(day, loanNumbers),
+        recordedHash(caller, day, idempotency.key),
+        previousDay === undefined ? NO_ROWS : store.readDraws(previousDay, loanNumbers),
+      ]),
     );
     if (!partner.ok) return refusedPartner(outcome, partner);
     outcome.partnerId = partner.partnerId;
     if (!state.ok) return outcome.storageFailed(state.failure);
     if (!keyRecord.ok) return outcome.storageFailed(keyRecord.failure);
+    if (!previousDayRows.ok) return outcome.storageFailed(previousDayRows.failure);
 
     // A batch that already landed under its key is answered again, not evaluated again.
     const keyed = idempotency.key === undefined ? undefined : { key: idempotency.key, hash: batchHash(body.requests), partnerId: partner.partnerId };
     if (keyed !== undefined) {
-      const retry = judgeRetry(keyed, state.value.drawnToday.values(), keyRecord.value);
+      const retry = judgeRetry(keyed, state.value.drawnToday.values(), keyRecord.value, previousDayRows.value.values());
       if (retry.kind === 'replay') return outcome.replayed(retry.originalRequestId);
       if (retry.kind === 'reused') return outcome.rejected([KEY_REUSED]);
     }
@@ -157,6 +169,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
 }
 
 const NOTHING_RECORDED: StoreResult<undefined> = { ok: true, value: undefined };
+const NO_ROWS: StoreResult<ReadonlyMap<string, PriorDraw>> = { ok: true, value: new Map() };
 const NOTHING_TO_RECORD: StoreResult<void> = NOTHING_RECORDED;
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */

@@ -15,13 +15,14 @@ import {
   type JWTVerifyOptions,
 } from 'jose';
 import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
+import { LIMITS } from './limits';
 import { tracedFetch } from './telemetry';
 import { VerifiedTokens } from './verifiedTokens';
 
 /** Calls to the identity provider, recorded as dependencies. */
 const providerFetch = tracedFetch('identity-provider');
 
-export const MAX_TOKEN_BYTES = 8 * 1024;
+export const MAX_TOKEN_BYTES = LIMITS.tokenBytes;
 
 /** How the provider's metadata and keys are fetched and kept. */
 export interface ProviderTimings {
@@ -134,6 +135,8 @@ export class Authenticator {
       ok: false,
       failure: { kind: 'unauthorized', code, tokenSent, ...(claim === undefined ? {} : { claim }) },
     });
+    // Longer than any token at its limit could be: refused before any text of it is read.
+    if ((authorization?.length ?? 0) > LIMITS.authorizationLength) return refuse('ERR_AUTH_TOKEN_TOO_LARGE');
     const scheme = /^Bearer(?:[ \t]+([^]*))?$/i.exec(authorization ?? '');
     const token = scheme?.[1]?.trim() ?? '';
     if (token === '') return refuse('ERR_AUTH_MISSING', false);

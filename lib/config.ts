@@ -161,7 +161,8 @@ export function loadConfig(env: Settings = process.env): Config {
   };
 
   // --- auth ---
-  const tenantId = get('AUTH_TENANT_ID');
+  // GUIDs are compared exactly (tid) and built into the issuer URL, and Entra writes them in lower case.
+  const tenantId = get('AUTH_TENANT_ID')?.toLowerCase();
   if (tenantId !== undefined && !GUID.test(tenantId)) {
     problems.push('AUTH_TENANT_ID must be the tenant id, a GUID (it is compared with the token\'s tid)');
   }
@@ -260,10 +261,10 @@ function authenticationString(value: string | undefined, problems: string[]): { 
   const valid =
     parts.get('authorization')?.toUpperCase() === 'AAD' &&
     [...parts.keys()].every((k) => k === 'authorization' || k === 'clientid') &&
-    (clientId === undefined || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(clientId));
+    (clientId === undefined || GUID.test(clientId));
   if (!valid) {
     problems.push('APPLICATIONINSIGHTS_AUTHENTICATION_STRING must be "Authorization=AAD" or "Authorization=AAD;ClientId=<managed identity client id>"');
     return undefined;
   }
-  return clientId === undefined ? {} : { clientId };
+  return clientId === undefined ? {} : { clientId: clientId.toLowerCase() };
 }

@@ -30,7 +30,7 @@ export function elementValidatorSource(): string {
   ajv.addKeyword({
     keyword: 'loanNumberForm',
     schemaType: 'boolean',
-    code: (cxt) => cxt.fail(_`${check(cxt, _`require(${CHECKS}).canonicalLoanNumber`)}(${cxt.data}) === undefined`),
+    code: (cxt) => cxt.fail(_`!${check(cxt, _`require(${CHECKS}).isLoanNumber`)}(${cxt.data}, ${cxt.it.parentData})`),
   });
   ajv.addKeyword({
     keyword: 'maxDecimalPlaces',

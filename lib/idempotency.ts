@@ -7,6 +7,7 @@
  * key and day (see TableStore.recordKey) finds a key reused for a batch naming other loans.
  */
 import { createHash } from 'node:crypto';
+import { LIMITS } from './limits';
 import { DETAILS, type ElementError } from './problem';
 import type { DrawRequest } from './requestBody';
 
@@ -24,7 +25,7 @@ export type KeyResult =
 export function readIdempotencyKey(headers: { get(name: string): string | null }): KeyResult {
   const value = headers.get(IDEMPOTENCY_KEY_HEADER);
   if (value === null) return { ok: true };
-  if (!KEY_FORM.test(value)) return { ok: false, error: { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyForm } };
+  if (value.length > LIMITS.idempotencyKeyLength || !KEY_FORM.test(value)) return { ok: false, error: { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyForm } };
   return { ok: true, key: value };
 }
 
@@ -69,15 +70,42 @@ export type RetryVerdict =
   | { readonly kind: 'new' };
 
 /**
- * @param todayRows  today's draw rows for the batch's loans, by loan number
- * @param recordHash the batch hash recorded under this partner's key today, if any
+ * How long into a business day a keyed retry of the previous day's batch is still taken for one. A
+ * batch committed just before midnight whose answer was lost is retried after it, as partners are
+ * told to (backoff up to a minute; after a 500, later): it must not land a second time.
  */
-export function judgeRetry(batch: KeyedBatch, todayRows: Iterable<PriorDraw>, recordHash: string | undefined): RetryVerdict {
+export const PREVIOUS_DAY_RETRY_MS = 60 * 60 * 1000;
+
+/**
+ * The business day whose rows a keyed request must also read: the previous one, during the first
+ * PREVIOUS_DAY_RETRY_MS of a day; otherwise none. `dayOf` gives the business day of an instant.
+ */
+export function previousDayInWindow(now: Date, today: string, dayOf: (at: Date) => string): string | undefined {
+  const windowStart = dayOf(new Date(now.getTime() - PREVIOUS_DAY_RETRY_MS));
+  return windowStart === today ? undefined : windowStart;
+}
+
+/**
+ * @param todayRows       today's draw rows for the batch's loans, by loan number
+ * @param recordHash      the batch hash recorded under this partner's key today, if any
+ * @param previousDayRows the previous day's rows for the batch's loans, in the first minutes of a day
+ */
+export function judgeRetry(
+  batch: KeyedBatch,
+  todayRows: Iterable<PriorDraw>,
+  recordHash: string | undefined,
+  previousDayRows: Iterable<PriorDraw> = [],
+): RetryVerdict {
+  const mine = (row: PriorDraw) => row.partnerId === batch.partnerId && row.idempotencyKey === batch.key;
   let reused = recordHash !== undefined && recordHash !== batch.hash;
   for (const row of todayRows) {
-    if (row.partnerId !== batch.partnerId || row.idempotencyKey !== batch.key) continue;
+    if (!mine(row)) continue;
     if (row.batchHash === batch.hash) return { kind: 'replay', originalRequestId: row.requestId };
     reused = true;
+  }
+  // The previous day's rows can only prove a replay: on a new day the key is free for a new batch.
+  for (const row of previousDayRows) {
+    if (mine(row) && row.batchHash === batch.hash) return { kind: 'replay', originalRequestId: row.requestId };
   }
   return reused ? { kind: 'reused' } : { kind: 'new' };
 }

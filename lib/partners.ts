@@ -28,14 +28,28 @@ export class PartnerDirectory {
 
   /** Every outcome is a value; it rejects only on a defect. Answers from cache without I/O when it can. */
   resolve(clientId: string): Promise<PartnerResult> {
-    const cached = this.cache.get(clientId);
-    if (cached !== undefined && cached.expires > this.now()) return Promise.resolve(cached.result);
+    const cached = this.cached(clientId);
+    if (cached !== undefined) return Promise.resolve(cached);
     let pending = this.inFlight.get(clientId);
     if (pending === undefined) {
       pending = this.lookup(clientId).finally(() => this.inFlight.delete(clientId));
       this.inFlight.set(clientId, pending);
     }
     return pending;
+  }
+
+  /**
+   * The refusal this instance holds for the client (unknown, inactive, unnamed), if any: such a caller
+   * is answered before its request is read, and costs no storage call.
+   */
+  cachedRefusal(clientId: string): UnauthorizedCode | undefined {
+    const cached = this.cached(clientId);
+    return cached !== undefined && 'refused' in cached ? cached.refused : undefined;
+  }
+
+  private cached(clientId: string): PartnerResult | undefined {
+    const entry = this.cache.get(clientId);
+    return entry !== undefined && entry.expires > this.now() ? entry.result : undefined;
   }
 
   private async lookup(clientId: string): Promise<PartnerResult> {

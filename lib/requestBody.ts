@@ -5,11 +5,12 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parse as parseContentType } from 'content-type';
 import * as jsonc from 'jsonc-parser';
-import { AMOUNT_TEXT, canonicalLoanNumber } from './elementChecks';
+import { NUMBER_TEXT, canonicalLoanNumber, type WrittenNumbers } from './elementChecks';
 import { validate as generatedValidator } from './generated/validateElement';
+import { LIMITS } from './limits';
 import { DETAILS, type ElementError } from './problem';
 
-export const MAX_BODY_BYTES = 256 * 1024;
+export const MAX_BODY_BYTES = LIMITS.bodyBytes;
 
 /** One accepted-shape element, in canonical form. */
 export interface DrawRequest {
@@ -34,7 +35,7 @@ const FIELD_BY_FOLDED_KEY = new Map<string, Field>(FIELDS.map((f) => [f.toLowerC
 
 /** Compiled from lib/elementSchema.ts at build time (`npm run generate`), not at each cold start. */
 const validateElement = generatedValidator as unknown as ValidateFunction;
-type Canonical = Partial<Record<Field, unknown>> & { [AMOUNT_TEXT]?: string };
+type Canonical = Partial<Record<Field, unknown>> & WrittenNumbers;
 
 function escapePointer(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -61,18 +62,24 @@ interface ElementText {
    * `"amount"` twice, which JSON.parse would silently collapse to the last).
    */
   ambiguousKey?: string;
-  /** The amount number exactly as written. */
-  amountText?: string;
+  /** The amount and loan number, when JSON numbers, exactly as written. */
+  numbers?: { amount?: string; loanNumber?: string };
+  /** Keys of the element itself, counted up to one past the limit. */
+  keys: number;
 }
+
+/** What one pass over the text found: its elements, or that it nests too deep to be read further. */
+type Scan = { readonly tooDeep: true } | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText> };
 
 // jsonc-parser declares SyntaxKind as a const enum; it also exports it at run time, which is what is read here.
 const Token = (jsonc as unknown as { SyntaxKind: Record<'OpenBraceToken' | 'CloseBraceToken' | 'OpenBracketToken' | 'CloseBracketToken' | 'CommaToken' | 'ColonToken' | 'StringLiteral' | 'NumericLiteral' | 'EOF', number> }).SyntaxKind;
 
 /**
- * One flat pass over the (already valid) JSON text with a scanner, not a recursive parser, so deep
- * nesting cannot exhaust the stack. Reads the keys and amount text of each top-level element.
+ * One flat pass over the JSON text with a scanner, before it is parsed: stops at the nesting limit,
+ * and reads the keys and number texts of each top-level element. Text that is not JSON is scanned
+ * all the same (linearly); JSON.parse then refuses it.
  */
-function scanElements(text: string): Map<number, ElementText> {
+function scanElements(text: string): Scan {
   const found = new Map<number, ElementText>();
   const scanner = jsonc.createScanner(text, true);
   const open: number[] = []; // kinds of the containers we are inside
@@ -82,8 +89,9 @@ function scanElements(text: string): Map<number, ElementText> {
   let valueField: Field | undefined; // the field whose value comes next
   const inElement = () => open.length === 2 && open[0] === Token.OpenBracketToken && open[1] === Token.OpenBraceToken;
   const entry = (): ElementText => {
-    if (!found.has(index)) found.set(index, {});
-    return found.get(index) as ElementText;
+    let element = found.get(index);
+    if (element === undefined) found.set(index, (element = { keys: 0 }));
+    return element;
   };
   for (let kind = scanner.scan(); kind !== Token.EOF; kind = scanner.scan()) {
     const fieldOfValue = valueField;
@@ -91,6 +99,7 @@ function scanElements(text: string): Map<number, ElementText> {
     switch (kind) {
       case Token.OpenBraceToken:
       case Token.OpenBracketToken:
+        if (open.length === LIMITS.nestingDepth) return { tooDeep: true };
         open.push(kind);
         if (inElement()) fields = new Set();
         expectKey = kind === Token.OpenBraceToken;
@@ -108,7 +117,7 @@ function scanElements(text: string): Map<number, ElementText> {
         valueField = fieldOfValue;
         break;
       case Token.StringLiteral:
-        if (expectKey && inElement()) {
+        if (expectKey && inElement() && entry().keys++ < LIMITS.keysPerElement) {
           const key = scanner.getTokenValue();
           valueField = FIELD_BY_FOLDED_KEY.get(foldKey(key));
           if (valueField !== undefined && fields.has(valueField)) entry().ambiguousKey ??= key;
@@ -117,23 +126,27 @@ function scanElements(text: string): Map<number, ElementText> {
         expectKey = false;
         break;
       case Token.NumericLiteral:
-        if (fieldOfValue === 'amount') entry().amountText = scanner.getTokenValue();
+        // A slice of the text, not a copy; its length is checked before it is read (lib/elementChecks.ts).
+        if (fieldOfValue === 'amount' || fieldOfValue === 'loanNumber') (entry().numbers ??= {})[fieldOfValue] = scanner.getTokenValue();
         break;
       default:
         expectKey = false;
     }
   }
-  return found;
+  return { tooDeep: false, elements: found };
 }
 
-function checkElement(element: unknown, index: number, text: ElementText = {}): ElementResult {
+function checkElement(element: unknown, index: number, text: ElementText = { keys: 0 }): ElementResult {
   const at = (key?: string) => (key === undefined ? `/${index}` : `/${index}/${escapePointer(key)}`);
   if (!isPlainObject(element)) {
     return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.notObject } };
   }
+  if (text.keys > LIMITS.keysPerElement) {
+    return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.tooManyKeys(LIMITS.keysPerElement) } };
+  }
   // Map keys to canonical names into a prototype-less object: `__proto__` and friends never reach a prototype.
   const canonical: Canonical = Object.create(null);
-  canonical[AMOUNT_TEXT] = text.amountText;
+  canonical[NUMBER_TEXT] = text.numbers;
   const sentKey: Partial<Record<Field, string>> = Object.create(null);
   for (const key of Object.keys(element)) {
     const field = FIELD_BY_FOLDED_KEY.get(foldKey(key));
@@ -189,12 +202,19 @@ function requestError(detail: string): BodyResult {
   return { ok: false, errors: [{ code: 'InvalidRequest', detail }] };
 }
 
+/** The end of `header` without its trailing spaces, tabs and semicolons (a loop: a regex anchored at `$` is quadratic). */
+function endWithoutTrailingSeparators(header: string): number {
+  let end = header.length;
+  while (end > 0 && (header[end - 1] === ';' || header[end - 1] === ' ' || header[end - 1] === '\t')) end -= 1;
+  return end;
+}
+
 /** True for `application/json` with any parameters, provided a charset, if given, is UTF-8. */
 export function isJsonContentType(header: string | null | undefined): boolean {
-  if (!header) return false;
+  if (!header || header.length > LIMITS.contentTypeLength) return false;
   try {
     // An empty parameter list (`application/json;`) is allowed by RFC 9110; the parser is strict about it.
-    const { type, parameters } = parseContentType(header.replace(/[\s;]+$/, ''));
+    const { type, parameters } = parseContentType(header.slice(0, endWithoutTrailingSeparators(header)));
     const charset = parameters.charset?.toLowerCase();
     return type === 'application/json' && (charset === undefined || charset === 'utf-8' || charset === 'utf8');
   } catch {
@@ -211,6 +231,8 @@ export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyR
   } catch {
     return requestError(DETAILS.unreadable);
   }
+  const scan = scanElements(text);
+  if (scan.tooDeep) return requestError(DETAILS.tooDeep(LIMITS.nestingDepth));
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -220,11 +242,10 @@ export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyR
   if (!Array.isArray(parsed)) return requestError(DETAILS.notArray);
   if (parsed.length < 1 || parsed.length > maxBatchSize) return requestError(DETAILS.batchSize(maxBatchSize));
 
-  const elementTexts = scanElements(text);
   const requests: DrawRequest[] = [];
   const errors: ElementError[] = [];
   parsed.forEach((element, index) => {
-    const result = checkElement(element, index, elementTexts.get(index));
+    const result = checkElement(element, index, scan.elements.get(index));
     if (result.ok) requests.push(result.request);
     else errors.push(result.error);
   });

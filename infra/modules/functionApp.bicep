@@ -151,6 +151,9 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   }
 }
 
+// Bodies the Functions host accepts: 8 KiB above the service's 256 KiB limit.
+var requestBodySizeLimitBytes = 270336
+
 // The complete set of app settings: anything not listed here is removed on deployment.
 resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
   parent: site
@@ -184,6 +187,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Rules.
     DRAW_DAY_TIMEZONE: drawDayTimeZone
     MAX_BATCH_SIZE: string(maxBatchSize)
+    // The host refuses a larger body (413) before buffering it; up to this size the service answers its
+    // own 400 for bodies over its 256 KiB limit (lib/limits.ts). The host's default is 100 MB.
+    FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: string(requestBodySizeLimitBytes)
   }
 }
 

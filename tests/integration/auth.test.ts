@@ -164,6 +164,14 @@ describe('settings that change what is accepted', () => {
       expectRefusalRecorded(x, refused, 'ERR_AUTH_CLAIM (claim iss)');
     }));
 
+  test('an upper-case AUTH_TENANT_ID accepts the lower-case tid and v1 issuer Entra writes', () => {
+    const tenant = 'a1b2c3d4-e5f6-47a8-b9c0-d1e2f3a4b5c6';
+    return withHarness({ AUTH_TENANT_ID: tenant.toUpperCase() }, async (x) => {
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ tid: tenant }) })).status).toBe(204);
+      expect((await x.post([draw(await x.loan())], { token: await x.token({ tid: tenant, iss: `https://sts.windows.net/${tenant}/` }) })).status).toBe(204);
+    });
+  });
+
   test('without a tenant, the v1 issuer of some tenant is not accepted and tid is not required', () =>
     withHarness({}, async (x) => {
       const refused = await x.post([draw(await x.loan())], { token: await x.token({ iss: `https://sts.windows.net/${TENANT}/` }) });
@@ -193,6 +201,8 @@ describe('401 refusals, nothing written, reason logged but not returned', () => 
   // Refused before any lookup: such a value cannot be a Partners key (a lookup would say UNKNOWN_CLIENT).
   test('a client id that cannot be a table key', async () => refusedWith(`Bearer ${await h.token({ azp: 'bad/client' })}`, 'ERR_AUTH_NO_CLIENT (claim azp)'));
   test('two Authorization values joined', async () => refusedWith(`Bearer ${await h.token()}, Bearer ${await h.token()}`, 'ERR_AUTH_MALFORMED'));
+  // Longer than any token at its limit could be: refused before the header's text is read.
+  test('an Authorization header of 100 KiB of spaces after Bearer', () => refusedWith(`Bearer${' '.repeat(100 * 1024)}x`, 'ERR_AUTH_TOKEN_TOO_LARGE'));
   // A verified token of a client that is not an active partner: the record names the client.
   test.each([
     ['a client that is not a registered partner', 'stranger-app', 'ERR_AUTH_UNKNOWN_CLIENT'],

@@ -3,7 +3,7 @@
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
 import { TableClient } from '@azure/data-tables';
-import { batchHash, keyRecordId } from '../../lib/idempotency';
+import { PREVIOUS_DAY_RETRY_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
 import { expectGenericProblem, expectProblem400 } from '../support/problems';
@@ -135,6 +135,73 @@ describe('a retry with the same key and the same batch', () => {
       h.rebuild();
     }
   });
+});
+
+describe('a retry across midnight', () => {
+  /** Runs `work` on a handler whose clock the test moves, in `timeZone`; restores the harness after. */
+  async function withClock(start: string, timeZone: string, work: (setClock: (iso: string) => void) => Promise<void>): Promise<void> {
+    let clock = new Date(start);
+    h.rebuild({ now: () => clock }, { ...h.settings, DRAW_DAY_TIMEZONE: timeZone });
+    try {
+      await work((iso) => (clock = new Date(iso)));
+    } finally {
+      h.rebuild();
+    }
+  }
+
+  test('a batch landed at 23:59:58 whose answer was lost is replayed at 00:00:30, and not recorded on the new day', () =>
+    withClock('2031-04-01T23:59:58Z', 'UTC', async (setClock) => {
+      const [a, b] = [await h.loan(), await h.loan()];
+      const key = newKey();
+      const first = await h.post([draw(a, 10), draw(b, 20)], keyed(key));
+      expectAccepted(first);
+      setClock('2031-04-02T00:00:30Z');
+      const retry = await h.post([draw(a, 10), draw(b, 20)], keyed(key));
+      expectReplay(retry);
+      expect(h.recordOf(retry)).toMatchObject({ outcome: 'Replayed', reasonDetail: first.headers['x-request-id'] });
+      expect((await h.drawsFor(a, b)).map((r) => r.partitionKey)).toEqual(['2031-04-01', '2031-04-01']);
+    }));
+
+  test(`still within ${PREVIOUS_DAY_RETRY_MS / 60_000} minutes of the new day it is a replay; after that the key and batch are a new submission`, () =>
+    withClock('2031-04-03T23:59:59Z', 'UTC', async (setClock) => {
+      const loan = await h.loan();
+      const key = newKey();
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      setClock(new Date(Date.parse('2031-04-04T00:00:00Z') + PREVIOUS_DAY_RETRY_MS - 1_000).toISOString());
+      expectReplay(await h.post([draw(loan)], keyed(key)));
+      setClock(new Date(Date.parse('2031-04-04T00:00:00Z') + PREVIOUS_DAY_RETRY_MS).toISOString());
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-04-03', '2031-04-04']);
+    }));
+
+  test("on the new day the key is free for a different batch: yesterday's batch under it does not make it reused", () =>
+    withClock('2031-04-05T23:59:50Z', 'UTC', async (setClock) => {
+      const [a, b] = [await h.loan(), await h.loan()];
+      const key = newKey();
+      expectAccepted(await h.post([draw(a, 10)], keyed(key)));
+      setClock('2031-04-06T00:00:10Z');
+      expectAccepted(await h.post([draw(a, 11), draw(b, 12)], keyed(key)));
+      expect((await h.drawsFor(a, b)).map((r) => `${r.partitionKey}/${r.rowKey}`).sort()).toEqual([`2031-04-05/${a}`, `2031-04-06/${a}`, `2031-04-06/${b}`]);
+    }));
+
+  test('midnight is the business day\'s, not UTC\'s: in America/New_York a batch of 23:59:58 EST is replayed at 00:00:30', () =>
+    withClock('2031-11-20T04:59:58Z', 'America/New_York', async (setClock) => {
+      const loan = await h.loan();
+      const key = newKey();
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      setClock('2031-11-20T05:00:30Z');
+      expectReplay(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-11-19']);
+    }));
+
+  test('an unkeyed retry across midnight is a new submission, as before (only a key can tell a retry)', () =>
+    withClock('2031-04-07T23:59:58Z', 'UTC', async (setClock) => {
+      const loan = await h.loan();
+      expectAccepted(await h.post([draw(loan)]));
+      setClock('2031-04-08T00:00:30Z');
+      expectAccepted(await h.post([draw(loan)]));
+      expect(await h.drawsFor(loan)).toHaveLength(2);
+    }));
 });
 
 describe('a key names one batch', () => {

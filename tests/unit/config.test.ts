@@ -56,8 +56,10 @@ describe('loadConfig: valid settings', () => {
     });
   });
 
-  test('an upper-case tenant GUID is accepted', () => {
-    expect(loadConfig(withEnv({ AUTH_TENANT_ID: TENANT.toUpperCase() })).auth.tenantId).toBe(TENANT.toUpperCase());
+  test('an upper-case tenant GUID is accepted and kept in lower case, as Entra writes tid', () => {
+    const config = loadConfig(withEnv({ AUTH_TENANT_ID: TENANT.toUpperCase() }));
+    expect(config.auth.tenantId).toBe(TENANT);
+    expect(config.auth.openIdConfigUrl).toBe(DERIVED_URL);
   });
 
   test('AUTH_OPENID_CONFIG_URL alone works without a tenant', () => {
@@ -324,6 +326,7 @@ describe('APPLICATIONINSIGHTS_AUTHENTICATION_STRING (Entra ingestion)', () => {
   });
   test.each([
     ['ClientId=11111111-2222-3333-4444-555555555555;Authorization=AAD', { clientId: '11111111-2222-3333-4444-555555555555' }],
+    ['Authorization=AAD;ClientId=AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE', { clientId: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' }],
     ['Authorization=AAD', {}],
     ['authorization=aad;', {}],
   ])('%s is a managed identity for ingestion', (value, expected) => {

@@ -1,5 +1,15 @@
 import fc from 'fast-check';
-import { batchHash, judgeRetry, keyRecordId, readIdempotencyKey, type KeyedBatch, type PriorDraw } from '../../lib/idempotency';
+import {
+  PREVIOUS_DAY_RETRY_MS,
+  batchHash,
+  judgeRetry,
+  keyRecordId,
+  previousDayInWindow,
+  readIdempotencyKey,
+  type KeyedBatch,
+  type PriorDraw,
+} from '../../lib/idempotency';
+import { drawDay } from '../../lib/store';
 import { DETAILS } from '../../lib/problem';
 
 const headers = (value?: string) => ({ get: (name: string) => (name.toLowerCase() === 'idempotency-key' && value !== undefined ? value : null) });
@@ -86,5 +96,39 @@ describe('judgeRetry', () => {
     ['another partner\'s row under the same key, and our record names this batch', [row({ partnerId: 'Q', batchHash: 'x' })], 'H', { kind: 'new' }],
   ])('%s', (_name, rows, recordHash, verdict) => {
     expect(judgeRetry(batch, rows, recordHash)).toEqual(verdict);
+  });
+
+  test.each<[string, PriorDraw[], PriorDraw[], string | undefined, ReturnType<typeof judgeRetry>]>([
+    ['the previous day\'s row of this partner, key and batch', [], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 'y1' }],
+    ['the previous day\'s row under this key with another batch: the key is free today', [], [row({ batchHash: 'other' })], undefined, { kind: 'new' }],
+    ['another partner\'s row of the previous day', [], [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
+    ['today reused, but the previous day holds this very batch: it landed, so a replay', [row({ batchHash: 'other' })], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 'y1' }],
+    ['today\'s match is answered first', [row({ requestId: 't1' })], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 't1' }],
+    ['today\'s record of another batch, nothing landed', [], [row({ batchHash: 'other' })], 'other', { kind: 'reused' }],
+  ])('%s', (_name, today, previousDay, recordHash, verdict) => {
+    expect(judgeRetry(batch, today, recordHash, previousDay)).toEqual(verdict);
+  });
+});
+
+describe('previousDayInWindow', () => {
+  const dayIn = (zone: string) => (at: Date) => drawDay(at, zone);
+  const window = (iso: string, zone = 'UTC') => previousDayInWindow(new Date(iso), drawDay(new Date(iso), zone), dayIn(zone));
+
+  test('names the previous day during the first minutes of a day, and nothing after', () => {
+    expect(window('2031-04-02T00:00:00Z')).toBe('2031-04-01');
+    expect(window(new Date(Date.parse('2031-04-02T00:00:00Z') + PREVIOUS_DAY_RETRY_MS - 1).toISOString())).toBe('2031-04-01');
+    expect(window(new Date(Date.parse('2031-04-02T00:00:00Z') + PREVIOUS_DAY_RETRY_MS).toISOString())).toBeUndefined();
+    expect(window('2031-04-01T23:59:59.999Z')).toBeUndefined();
+    expect(window('2031-04-01T12:00:00Z')).toBeUndefined();
+  });
+
+  test('follows the business day\'s zone, across a month, a year and a change of clocks', () => {
+    expect(window('2031-11-20T05:00:30Z', 'America/New_York')).toBe('2031-11-19');
+    expect(window('2031-11-20T00:00:30Z', 'America/New_York')).toBeUndefined(); // 19:00 local
+    expect(window('2032-01-01T00:10:00Z')).toBe('2031-12-31');
+    expect(window('2031-03-01T00:10:00Z')).toBe('2031-02-28');
+    // New York springs forward at 02:00 on 2031-03-09: its midnight is still 05:00Z.
+    expect(window('2031-03-09T05:30:00Z', 'America/New_York')).toBe('2031-03-08');
+    expect(window('2031-03-09T07:30:00Z', 'America/New_York')).toBeUndefined();
   });
 });

@@ -9,6 +9,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import Parser from 'web-tree-sitter';
 import { SETTING_NAMES, loadConfig, type SettingName, type Settings } from '../../lib/config';
+import { LIMITS } from '../../lib/limits';
 import { EVENT_NAME, type Outcome } from '../../lib/telemetry';
 
 type SyntaxNode = Parser.SyntaxNode;
@@ -565,6 +566,13 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     expect(exprText(settings.AZURE_CLIENT_ID)).toBe('identityClientId');
     expect(exprText(settings.APPLICATIONINSIGHTS_AUTHENTICATION_STRING)).toBe("'ClientId=${identityClientId};Authorization=AAD'");
     expect(exprText(mainModule('functionApp').params.identityClientId)).toBe('identity.outputs.clientId');
+  });
+
+  test('the host refuses bodies a little above the service\'s own limit, before buffering them', () => {
+    const limit = Number(moduleFile('functionApp').vars.get('requestBodySizeLimitBytes')?.text);
+    expect(exprText(appSettings().FUNCTIONS_REQUEST_BODY_SIZE_LIMIT)).toBe('string(requestBodySizeLimitBytes)');
+    expect(limit).toBeGreaterThan(LIMITS.bodyBytes); // up to it, the service answers its own documented 400
+    expect(limit).toBeLessThanOrEqual(LIMITS.bodyBytes + 16 * 1024); // and not the host's 100 MB default
   });
 
   test('no setting Flex Consumption rejects', () => {

@@ -68,3 +68,20 @@ test('at most 10,000 clients are cached; the oldest goes first', async () => {
   await directory.resolve('client-0'); // evicted
   expect(reads).toEqual(['client-0']);
 });
+
+test('cachedRefusal names a refusal held in the cache, and nothing else: no read, no wait', async () => {
+  let now = 1_000;
+  const { table, reads } = source({ ok: { partnerId: 'P', active: true }, off: { partnerId: 'P', active: false } });
+  const directory = new PartnerDirectory(table, () => now);
+  expect(directory.cachedRefusal('off')).toBeUndefined(); // not looked up yet: only a lookup can tell
+  await Promise.all(['ok', 'off', 'nobody'].map((c) => directory.resolve(c)));
+  expect(directory.cachedRefusal('off')).toBe('ERR_AUTH_INACTIVE_CLIENT');
+  expect(directory.cachedRefusal('nobody')).toBe('ERR_AUTH_UNKNOWN_CLIENT');
+  expect(directory.cachedRefusal('ok')).toBeUndefined();
+  expect(reads).toHaveLength(3);
+  now += PARTNER_CACHE_TTL_MS;
+  expect(directory.cachedRefusal('off')).toBeUndefined(); // expired: the next request looks again
+  const failing = new PartnerDirectory(source({}, true).table);
+  await failing.resolve('x');
+  expect(failing.cachedRefusal('x')).toBeUndefined(); // a storage failure is never a refusal
+});

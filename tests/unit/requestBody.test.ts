@@ -1,4 +1,5 @@
 import Ajv from 'ajv';
+import fc from 'fast-check';
 import { canonicalLoanNumber, decimalPlaces } from '../../lib/elementChecks';
 import { ELEMENT_SCHEMA } from '../../lib/elementSchema';
 import {
@@ -10,6 +11,7 @@ import {
   type BodySource,
 } from '../../lib/requestBody';
 import { DETAILS, ERROR_NAMES, type ElementError } from '../../lib/problem';
+import { LIMITS } from '../../lib/limits';
 
 const VALID = { loanNumber: 1, requestor: 'a', amount: 5 };
 
@@ -583,6 +585,10 @@ describe('isJsonContentType', () => {
     ['garbage', false],
     ['application/json;', true], // an empty parameter list is allowed (RFC 9110)
     ['application/json; ;', true],
+    ['application/json;\t ; \t', true],
+    [`application/json${'; '.repeat(100)}`, true], // 216 characters
+    [`application/json${'; '.repeat(200)}`, false], // over the 256-character limit: refused unread
+    [`application/json${' '.repeat(240)}; charset=utf-8`, false],
     [null, false],
     [undefined, false],
   ])('%p → %p', (header, expectedResult) => {
@@ -688,14 +694,84 @@ describe('what only the request text shows', () => {
     expect(result.ok).toBe(true);
   });
 
-  test('deep nesting is a 400-class answer, not a stack overflow', () => {
-    const deepArray = parseDrawRequests(Buffer.from('['.repeat(20_000) + ']'.repeat(20_000)), 100);
-    expect(deepArray).toEqual({ ok: false, batchSize: 1, errors: [{ index: 0, code: 'InvalidRequest', pointer: '/0', detail: DETAILS.notObject }] });
-    const deepInside = parseDrawRequests(
-      Buffer.from(`[{"loanNumber":1,"requestor":"r","amount":5,"x":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}]`),
-      100,
-    );
-    expect(deepInside.ok).toBe(true);
+  test('deep nesting is a request-level 400 before the text is parsed, not a stack overflow', () => {
+    const tooDeep = { ok: false, errors: [{ code: 'InvalidRequest', detail: DETAILS.tooDeep(LIMITS.nestingDepth) }] };
+    expect(parseDrawRequests(Buffer.from('['.repeat(100_000) + ']'.repeat(100_000)), 100)).toEqual(tooDeep);
+    expect(parseDrawRequests(Buffer.from('['.repeat(100_000)), 100)).toEqual(tooDeep); // not JSON either: the limit answers first
+  });
+
+  /** One valid element whose ignored key `x` holds `levels` nested objects: the array and element are levels 1 and 2. */
+  const nestedInside = (levels: number) =>
+    parseDrawRequests(Buffer.from(`[{"loanNumber":1,"requestor":"r","amount":5,"x":${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}}]`), 100);
+  test(`nesting of exactly ${LIMITS.nestingDepth} levels is read; one more is refused`, () => {
+    expect(nestedInside(LIMITS.nestingDepth - 2).ok).toBe(true);
+    expect(nestedInside(LIMITS.nestingDepth - 1)).toEqual({ ok: false, errors: [{ code: 'InvalidRequest', detail: DETAILS.tooDeep(LIMITS.nestingDepth) }] });
+  });
+});
+
+describe('input limits: what is longer than any valid value is refused before it is read', () => {
+  const element = (extra: string) => Buffer.from(`[{"loanNumber":7,"requestor":"r","amount":5${extra}},{"loanNumber":8,"requestor":"r","amount":5}]`);
+  const keys = (n: number) => Array.from({ length: n }, (_, i) => `,"k${i}":${i}`).join('');
+
+  test(`an element with ${LIMITS.keysPerElement} keys is read; one more key makes it Invalid Request`, () => {
+    expect(parseDrawRequests(element(keys(LIMITS.keysPerElement - 3)), 100).ok).toBe(true);
+    expect(parseDrawRequests(element(keys(LIMITS.keysPerElement - 2)), 100)).toEqual({
+      ok: false,
+      batchSize: 2,
+      errors: [{ index: 0, code: 'InvalidRequest', pointer: '/0', detail: DETAILS.tooManyKeys(LIMITS.keysPerElement) }],
+    });
+  });
+
+  test('keys of nested objects do not count towards the element\'s', () => {
+    expect(parseDrawRequests(element(`,"meta":{${keys(1000).slice(1)}}`), 100).ok).toBe(true);
+  });
+
+  const one = (field: 'loanNumber' | 'amount', text: string) =>
+    parseDrawRequests(Buffer.from(`[{"loanNumber":${field === 'loanNumber' ? text : 7},"requestor":"r","amount":${field === 'amount' ? text : 5}}]`), 100);
+  const padded = (whole: string, length: number) => `${whole}.${'0'.repeat(length - whole.length - 1)}`;
+
+  test(`an amount written in ${LIMITS.numberTextLength} characters is read; in one more it is Invalid Amount`, () => {
+    expect(one('amount', padded('12', LIMITS.numberTextLength)).ok).toBe(true);
+    expect(one('amount', padded('12', LIMITS.numberTextLength + 1))).toEqual({
+      ok: false,
+      batchSize: 1,
+      errors: [{ index: 0, loanNumber: 7, code: 'InvalidAmount', pointer: '/0/amount', detail: DETAILS.amountFormat }],
+    });
+  });
+
+  test(`a numeric loan number written in ${LIMITS.numberTextLength} characters is read; in one more it is Invalid Loan Number`, () => {
+    const accepted = one('loanNumber', padded('1001', LIMITS.numberTextLength));
+    expect(accepted.ok && accepted.requests[0].loanNumber).toBe(1001);
+    expect(one('loanNumber', padded('1001', LIMITS.numberTextLength + 1))).toEqual({
+      ok: false,
+      batchSize: 1,
+      errors: [{ index: 0, code: 'InvalidLoanNumber', pointer: '/0/loanNumber', detail: DETAILS.loanNumberFormat }],
+    });
+  });
+
+  test('a 250 KB amount is Invalid Amount (it was once read by a quadratic regex)', () => {
+    const result = one('amount', `1.${'0'.repeat(250_000)}1`);
+    expect(!result.ok && result.errors[0].code).toBe('InvalidAmount');
+  });
+});
+
+describe('decimalPlaces against the regex it replaced', () => {
+  // The old implementation, fine on short text: it is the reference for what the one-pass reading must say.
+  function reference(text: string): number {
+    const match = /^-?\d+(?:\.(\d+))?(?:e([+-]?\d+))?$/i.exec(text);
+    if (!match) return Number.POSITIVE_INFINITY;
+    const fraction = (match[1] ?? '').replace(/0+$/, '').length;
+    return Math.max(0, fraction - Number(match[2] ?? 0));
+  }
+  test('agrees on every text of number-like characters up to 12 long', () => {
+    const numberish = fc.string({ unit: fc.constantFrom('0', '1', '5', '9', '.', 'e', 'E', '+', '-'), maxLength: 12 });
+    fc.assert(fc.property(numberish, (text) => decimalPlaces(text) === reference(text)), { numRuns: 20_000 });
+  });
+  test('agrees on every JSON number JavaScript writes', () => {
+    fc.assert(fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => decimalPlaces(n) === reference(String(n))), { numRuns: 5_000 });
+  });
+  test.each(['', '-', '.5', '1.', '1e', '1e+', '--1', '1.5.5', '1e5e5', ' 1', '1 ', '١'])('%p is not a number', (text) => {
+    expect(decimalPlaces(text)).toBe(Number.POSITIVE_INFINITY);
   });
 });
 
