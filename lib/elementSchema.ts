@@ -36,7 +36,7 @@ export function elementValidatorSource(): string {
     keyword: 'maxDecimalPlaces',
     type: 'number',
     schemaType: 'number',
-    code: (cxt) => cxt.fail(_`!${check(cxt, _`require(${CHECKS}).withinDecimalPlaces`)}(${cxt.data}, ${cxt.it.parentData}, ${cxt.schema})`),
+    code: (cxt) => cxt.fail(_`!${check(cxt, _`require(${CHECKS}).withinDecimalPlaces`)}(${cxt.data}, ${cxt.it.parentData}, ${cxt.schema as number})`),
   });
   return standaloneCode(ajv, ajv.compile(ELEMENT_SCHEMA));
 }

@@ -72,7 +72,7 @@ interface ElementText {
 type Scan = { readonly tooDeep: true } | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText> };
 
 // jsonc-parser declares SyntaxKind as a const enum; it also exports it at run time, which is what is read here.
-const Token = (jsonc as unknown as { SyntaxKind: Record<'OpenBraceToken' | 'CloseBraceToken' | 'OpenBracketToken' | 'CloseBracketToken' | 'CommaToken' | 'ColonToken' | 'StringLiteral' | 'NumericLiteral' | 'EOF', number> }).SyntaxKind;
+const Token = (jsonc as unknown as { SyntaxKind: Record<keyof typeof jsonc.SyntaxKind, jsonc.SyntaxKind> }).SyntaxKind;
 
 /**
  * One flat pass over the JSON text with a scanner, before it is parsed: stops at the nesting limit,
@@ -82,7 +82,7 @@ const Token = (jsonc as unknown as { SyntaxKind: Record<'OpenBraceToken' | 'Clos
 function scanElements(text: string): Scan {
   const found = new Map<number, ElementText>();
   const scanner = jsonc.createScanner(text, true);
-  const open: number[] = []; // kinds of the containers we are inside
+  const open: jsonc.SyntaxKind[] = []; // kinds of the containers we are inside
   let index = 0;
   let fields = new Set<Field>();
   let expectKey = false;
@@ -145,9 +145,9 @@ function checkElement(element: unknown, index: number, text: ElementText = { key
     return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.tooManyKeys(LIMITS.keysPerElement) } };
   }
   // Map keys to canonical names into a prototype-less object: `__proto__` and friends never reach a prototype.
-  const canonical: Canonical = Object.create(null);
+  const canonical = Object.create(null) as Canonical;
   canonical[NUMBER_TEXT] = text.numbers;
-  const sentKey: Partial<Record<Field, string>> = Object.create(null);
+  const sentKey = Object.create(null) as Partial<Record<Field, string>>;
   for (const key of Object.keys(element)) {
     const field = FIELD_BY_FOLDED_KEY.get(foldKey(key));
     if (field === undefined) continue; // unknown keys are ignored, never stored

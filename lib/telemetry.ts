@@ -46,7 +46,7 @@ export const noTelemetry: Telemetry = {
   inInvocation: (_invocation, work) => work(),
   batch: () => undefined,
   dataQuality: () => undefined,
-  flush: async () => undefined,
+  flush: () => Promise.resolve(),
 };
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
