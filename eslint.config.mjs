@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'lib/generated/', 'bench/profiles/'] },
+  { ignores: ['dist/', 'node_modules/', 'lib/generated/', 'bench/profiles/', 'tests/fixtures/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
