@@ -2,8 +2,9 @@
  * Table Storage (DESIGN §4): point reads of partners, loans and today's draws, and the
  * atomic commit of a batch. Every failure comes back as a value with a stable code.
  */
-import { RestError, TableClient, odata, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
+import { RestError, TableClient, odata, type Edm, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import type { TokenCredential } from '@azure/identity';
+import { setMaxListeners } from 'node:events';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TablesConfig } from './config';
@@ -63,13 +64,20 @@ export type CommitResult =
   | { readonly ok: false; readonly conflictIndex: number }
   | { readonly ok: false; readonly failure: StorageFailure };
 
-/** Time bounds: a dead or slow storage account answers 502 within seconds, not minutes. */
+/**
+ * Time bounds: a dead or slow storage account answers 502 within seconds, not minutes, and the calls
+ * given up on close their connections then, so a stall cannot drain the pool (MAX_STORAGE_CONNECTIONS).
+ */
 export interface StoreTimeouts {
-  /** Per HTTP attempt. */
+  /**
+   * Per HTTP attempt of a read or of the key record, until the answer's headers arrive. The SDK does
+   * not retry an attempt that ran out of it (its retry policy passes the AbortError straight up):
+   * only error answers and network errors are retried.
+   */
   readonly attemptMs: number;
   /** Whole read round, retries included. */
   readonly readMs: number;
-  /** The commit: one attempt, never retried (see commitDraws). */
+  /** The commit (one attempt, never retried: see commitDraws), and the key record alongside it. */
   readonly commitMs: number;
 }
 
@@ -92,8 +100,6 @@ export function storageAgent(accountUrl: string): HttpAgent {
   const options = { keepAlive: true, maxSockets: MAX_STORAGE_CONNECTIONS, maxFreeSockets: MAX_STORAGE_CONNECTIONS };
   return new URL(accountUrl).protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
 }
-
-type AttemptOptions = { readonly requestOptions: { readonly timeout: number } };
 
 /** The columns each point read asks for ($select): only what the rules and the retry check use. */
 export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
@@ -127,22 +133,38 @@ export function drawDay(now: Date, timeZone: string): string {
   return zone.day;
 }
 
-/** What an operation that ran out of its time bound fails with (classified ERR_STORAGE_TIMEOUT). */
-class TimeBoundExceeded extends Error {
+/** What an operation that ran past its deadline fails with (classified ERR_STORAGE_TIMEOUT). */
+class DeadlineExceeded extends Error {
   override readonly name = 'TimeoutError';
 }
 
 /**
- * `work`, or a TimeoutError once `ms` have passed: one timer per operation. The SDK's own calls are
- * not handed an AbortSignal (each signal costs listeners on every HTTP call of the round, measurably
- * on every request, bench/results.md); an abandoned call still ends by its per-attempt timeout.
+ * `work` under a deadline of `ms`: one AbortController and one timer per operation. `work` hands the
+ * signal to every SDK call it makes; when it fires, the SDK destroys each pending request's socket
+ * (the pool opens a fresh one for the next call) and the call rejects with an AbortError. Without it
+ * a call given up on kept its connection: the commit, whose per-attempt timeout the SDK ignores,
+ * until storage answered. The race answers at the deadline even if a layer does not heed the signal.
  */
-function bounded<T>(work: Promise<T>, ms: number): Promise<T> {
+async function withDeadline<T>(ms: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  // The SDK adds a listener per HTTP call in flight (200 for a batch of 100's reads): not a leak.
+  setMaxListeners(0, controller.signal);
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TimeBoundExceeded(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      const reason = new DeadlineExceeded(`no answer within ${ms} ms`);
+      reject(reason);
+      controller.abort(reason);
+    }, ms);
   });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  try {
+    return await Promise.race([work(controller.signal), expired]);
+  } catch (error) {
+    controller.abort(); // a failed operation's other calls (the rest of a read round) are of no use: free their connections
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The service's error code (ResourceNotFound, EntityAlreadyExists …): in the body's details, or on the error for transactions. */
@@ -157,14 +179,17 @@ function classify(error: unknown, operation: string): StorageFailure {
   if (error instanceof RestError) {
     const storageCode = storageErrorCode(error);
     if (error.statusCode === undefined) {
-      const timedOut = error.code === 'REQUEST_SEND_ERROR' && /timed? ?out/i.test(error.message);
-      return { code: timedOut ? 'ERR_STORAGE_TIMEOUT' : 'ERR_STORAGE_UNREACHABLE', operation, storageCode: error.code };
+      // No answer: the socket's error code (ECONNREFUSED, ECONNRESET, ENOTFOUND, ETIMEDOUT …).
+      return { code: error.code === 'ETIMEDOUT' ? 'ERR_STORAGE_TIMEOUT' : 'ERR_STORAGE_UNREACHABLE', operation, storageCode: error.code };
     }
     if (storageCode === 'TableNotFound') return { code: 'ERR_STORAGE_TABLE_MISSING', operation, status: error.statusCode, storageCode };
     return { code: 'ERR_STORAGE_REJECTED', operation, status: error.statusCode, storageCode };
   }
   if (DEFECTS.some((type) => error instanceof type)) throw error; // a defect, answered 500
   const name = (error as { name?: string } | null)?.name ?? 'Error';
+  // AbortError: an attempt's timeout or the deadline's signal ended the call (the SDK raises its own
+  // AbortError class, not the one @azure/abort-controller exports, so the name is what is shared);
+  // TimeoutError: the deadline itself (withDeadline).
   if (name === 'AbortError' || name === 'TimeoutError') return { code: 'ERR_STORAGE_TIMEOUT', operation };
   // DefaultAzureCredential raises AggregateAuthenticationError, CredentialUnavailableError, AuthenticationError.
   if (/Credential|Authentication/.test(name)) return { code: 'ERR_STORAGE_CREDENTIAL', operation, storageCode: name };
@@ -197,17 +222,12 @@ export class TableStore {
   private readonly draws: TableClient;
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
-  /** Per-call options: each HTTP attempt bounded (a retry follows within the operation's bound). */
-  private readonly attempt: AttemptOptions;
-  private readonly commitAttempt: AttemptOptions;
 
   constructor(
     config: TablesConfig,
     private readonly timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
     credential?: TokenCredential,
   ) {
-    this.attempt = { requestOptions: { timeout: timeouts.attemptMs } };
-    this.commitAttempt = { requestOptions: { timeout: timeouts.commitMs } };
     const retrying = { retryOptions: { maxRetries: 2, retryDelayInMs: 100, maxRetryDelayInMs: 500 } };
     // A transaction is not idempotent: a retry after a lost answer would report our own rows as a conflict.
     const once = { retryOptions: { maxRetries: 0 } };
@@ -230,8 +250,8 @@ export class TableStore {
 
   /** Point read of one Partners row; undefined when the client is not registered. */
   async readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>> {
-    return this.guard('readPartner', this.timeouts.readMs, async () => {
-      const row = await this.pointRead(this.partners, clientId, '', ['PartnerId', 'Active']);
+    return this.guard('readPartner', this.timeouts.readMs, async (signal) => {
+      const row = await this.pointRead(signal, this.partners, clientId, '', ['PartnerId', 'Active']);
       if (row === undefined) return undefined;
       // Absent means active; any value other than true (a string "false", 0 …) fails closed.
       return { partnerId: asString(row.PartnerId), active: row.Active === undefined || row.Active === true };
@@ -241,10 +261,10 @@ export class TableStore {
   /** One parallel round of point reads: the batch's loans and today's draw rows for them. */
   async readBatchState(day: string, loanNumbers: readonly string[]): Promise<StoreResult<BatchState>> {
     const unique = [...new Set(loanNumbers)];
-    return this.guard('readBatchState', this.timeouts.readMs, async () => {
+    return this.guard('readBatchState', this.timeouts.readMs, async (signal) => {
       const [loanRows, drawRows] = await Promise.all([
-        Promise.all(unique.map((n) => this.pointRead(this.loans, n, '', LOAN_COLUMNS))),
-        Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, DRAW_COLUMNS))),
+        Promise.all(unique.map((n) => this.pointRead(signal, this.loans, n, '', LOAN_COLUMNS))),
+        Promise.all(unique.map((n) => this.pointRead(signal, this.draws, day, n, DRAW_COLUMNS))),
       ]);
       const loans = new Map<string, Loan>();
       const drawnToday = new Map<string, PriorDraw>();
@@ -270,8 +290,8 @@ export class TableStore {
    */
   async readDraws(day: string, loanNumbers: readonly string[]): Promise<StoreResult<ReadonlyMap<string, PriorDraw>>> {
     const unique = [...new Set(loanNumbers)];
-    return this.guard('readDraws', this.timeouts.readMs, async () => {
-      const rows = await Promise.all(unique.map((n) => this.pointRead(this.draws, day, n, DRAW_COLUMNS)));
+    return this.guard('readDraws', this.timeouts.readMs, async (signal) => {
+      const rows = await Promise.all(unique.map((n) => this.pointRead(signal, this.draws, day, n, DRAW_COLUMNS)));
       const draws = new Map<string, PriorDraw>();
       unique.forEach((n, i) => {
         const row = rows[i];
@@ -285,11 +305,14 @@ export class TableStore {
    * Inserts every row in one entity-group transaction in the day's partition: all or nothing.
    * The store, not the earlier read, enforces one draw per loan per day: an existing row fails the
    * whole transaction with 409, naming the first failing action's index.
+   *
+   * Only the deadline's signal bounds it: submitTransaction builds its HTTP request from the options'
+   * top level (abortSignal, timeout) and ignores requestOptions; its one attempt is the operation.
    */
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
     const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
     try {
-      await bounded(this.drawsCommit.submitTransaction(actions, this.commitAttempt), this.timeouts.commitMs);
+      await withDeadline(this.timeouts.commitMs, (abortSignal) => this.drawsCommit.submitTransaction(actions, { abortSignal }));
       return { ok: true };
     } catch (error) {
       if (error instanceof RestError && error.statusCode === 409 && storageErrorCode(error) === 'EntityAlreadyExists') {
@@ -302,8 +325,8 @@ export class TableStore {
 
   /** The batch hash recorded today under this partner's Idempotency-Key, if any. */
   async readKeyRecord(day: string, partnerId: string, key: string): Promise<StoreResult<string | undefined>> {
-    return this.guard('readKeyRecord', this.timeouts.readMs, async () => {
-      const row = await this.pointRead(this.keys, day, keyRecordId(partnerId, key), ['BatchHash']);
+    return this.guard('readKeyRecord', this.timeouts.readMs, async (signal) => {
+      const row = await this.pointRead(signal, this.keys, day, keyRecordId(partnerId, key), ['BatchHash']);
       return row === undefined ? undefined : asString(row.BatchHash);
     });
   }
@@ -313,10 +336,10 @@ export class TableStore {
    * left as it is: the draw rows, written atomically, are what decide a retry.
    */
   async recordKey(day: string, batch: KeyedBatch, requestId: string): Promise<StoreResult<void>> {
-    return this.guard('recordKey', this.timeouts.commitMs, async () => {
+    return this.guard('recordKey', this.timeouts.commitMs, async (signal) => {
       const entity = { partitionKey: day, rowKey: keyRecordId(batch.partnerId, batch.key), PartnerId: batch.partnerId, IdempotencyKey: batch.key, BatchHash: batch.hash, RequestId: requestId };
       try {
-        await this.keys.createEntity(entity, this.attempt);
+        await this.keys.createEntity(entity, this.attempt(signal));
       } catch (error) {
         if (!(error instanceof RestError && error.statusCode === 409)) throw error;
       }
@@ -328,14 +351,15 @@ export class TableStore {
     return {
       partitionKey: context.day,
       rowKey: String(row.loanNumber),
-      Amount: { value: String(row.amount), type: 'Double' },
+      // Typed, so a whole amount is stored as a Double (100.0), not inferred as an Int32.
+      Amount: { value: row.amount, type: 'Double' } satisfies Edm<'Double'>,
       Requestor: row.requestor,
       PartnerId: context.partnerId,
       ClientId: context.clientId,
       Status: 'Pending',
-      SubmittedAt: { value: context.submittedAt.toISOString(), type: 'DateTime' },
+      SubmittedAt: { value: context.submittedAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
       RequestId: context.requestId,
-      BatchIndex: { value: String(row.batchIndex), type: 'Int32' },
+      BatchIndex: { value: row.batchIndex, type: 'Int32' } satisfies Edm<'Int32'>,
       ...retry,
     };
   }
@@ -346,21 +370,30 @@ export class TableStore {
    * dependency and an exception in telemetry on every accepted request.
    */
   private async pointRead(
+    signal: AbortSignal,
     client: TableClient,
     partitionKey: string,
     rowKey: string,
     select: string[],
   ): Promise<TableEntityResult<Record<string, unknown>> | undefined> {
     const filter = odata`PartitionKey eq ${partitionKey} and RowKey eq ${rowKey}`;
-    const pages = client.listEntities<Record<string, unknown>>({ ...this.attempt, queryOptions: { filter, select } }).byPage({ maxPageSize: 1 });
+    const pages = client.listEntities<Record<string, unknown>>({ ...this.attempt(signal), queryOptions: { filter, select } }).byPage({ maxPageSize: 1 });
     const first = await pages.next();
     return first.done ? undefined : first.value[0];
   }
 
-  /** `work` within `boundMs`, every failure a value. */
-  private async guard<T>(operation: string, boundMs: number, work: () => Promise<T>): Promise<StoreResult<T>> {
+  /**
+   * Options for each SDK call of an operation: the operation's deadline, and a bound per HTTP attempt
+   * (requestOptions.timeout becomes the pipeline request's timeout, whose expiry destroys the socket).
+   */
+  private attempt(abortSignal: AbortSignal) {
+    return { abortSignal, requestOptions: { timeout: this.timeouts.attemptMs } };
+  }
+
+  /** `work` under a deadline of `boundMs`, every failure a value. */
+  private async guard<T>(operation: string, boundMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<StoreResult<T>> {
     try {
-      return { ok: true, value: await bounded(work(), boundMs) };
+      return { ok: true, value: await withDeadline(boundMs, work) };
     } catch (error) {
       return { ok: false, failure: classify(error, operation) };
     }

@@ -1,7 +1,8 @@
 /**
  * Proxies in front of a real Azurite, for the tests and the benchmark: faults Azurite cannot produce
  * on demand (a slow network, 503 answers, transactions that hang or land without their answer
- * reaching the service), and counts of the storage calls that pass through.
+ * reaching the service, storage that stops answering at all), counts of the storage calls that pass
+ * through, and when the service closed the connections of the calls it gave up on.
  */
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createConnection, createServer, type Socket } from 'node:net';
@@ -59,8 +60,19 @@ export async function startDelayProxy(targetPort: number, delayMs = 0): Promise<
  * - `busy`: answers every request 503 ServerBusy, as a throttled storage account does.
  * - `holdCommit`: forwards reads; holds entity-group transactions unanswered.
  * - `loseCommitAnswer`: forwards transactions to storage (so they land) but never answers them.
+ * - `blackhole`: holds every request unanswered, reads included, as a storage account that has stopped
+ *   answering but still accepts connections.
  */
-export type FaultMode = 'pass' | 'busy' | 'holdCommit' | 'loseCommitAnswer';
+export type FaultMode = 'pass' | 'busy' | 'holdCommit' | 'loseCommitAnswer' | 'blackhole';
+
+/** A request the proxy left unanswered, and when the client gave up on it by closing its connection. */
+export interface UnansweredRequest {
+  readonly kind: 'read' | 'commit' | 'other';
+  /** Date.now() when it arrived. */
+  readonly arrivedAt: number;
+  /** Date.now() when its connection closed; the proxy never closes one itself before `close()`. */
+  closedAt?: number;
+}
 
 export interface FaultProxy extends Proxy {
   mode: FaultMode;
@@ -77,6 +89,10 @@ export interface FaultProxy extends Proxy {
   readonly arrivals: { kind: 'read' | 'commit' | 'other'; answeredBefore: number }[];
   /** TCP connections accepted so far, and how many are open now. */
   readonly connections: { opened: number; open: number };
+  /** Requests seen and not yet answered or given up on (their connection closed). */
+  readonly inFlight: number;
+  /** Every request a `holdCommit`, `loseCommitAnswer` or `blackhole` mode left unanswered, in arrival order. */
+  readonly unanswered: UnansweredRequest[];
 }
 
 const BUSY_BODY = JSON.stringify({
@@ -111,13 +127,19 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       res.end(BUSY_BODY);
       return;
     }
-    if (commit && proxy.mode === 'holdCommit') {
+    const hold = () => {
+      const record: UnansweredRequest = { kind, arrivedAt: Date.now() };
+      proxy.unanswered.push(record);
+      req.socket.once('close', () => (record.closedAt = Date.now()));
       held.push(res);
+    };
+    if (proxy.mode === 'blackhole' || (commit && proxy.mode === 'holdCommit')) {
+      hold();
       req.resume();
       return;
     }
     if (commit && proxy.mode === 'loseCommitAnswer') {
-      held.push(res);
+      hold();
       send(req, (answer) => answer.resume()); // it lands; the service never hears
       return;
     }
@@ -153,6 +175,10 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     maxInFlight: 0,
     arrivals: [],
     connections: { opened: 0, open: 0 },
+    get inFlight() {
+      return inFlight;
+    },
+    unanswered: [],
     close: () => {
       for (const res of held) res.destroy();
       server.closeAllConnections();

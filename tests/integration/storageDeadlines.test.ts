@@ -1,0 +1,132 @@
+/**
+ * Storage that stops answering, at a proxy in front of a real Azurite: the service answers 502 at
+ * each operation's deadline and closes the connections of the calls it gave up on then, so a stall
+ * cannot take the instance's pool of storage connections (MAX_STORAGE_CONNECTIONS) with it.
+ */
+import { Harness, draw, type Reply } from '../support/harness';
+import { expectGenericProblem } from '../support/problems';
+import { startFaultProxy, type FaultProxy, type UnansweredRequest } from '../../scripts/storageProxies';
+import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
+
+/** Allowance for timers and the event loop on a busy 2-core machine. */
+const SLACK_MS = 500;
+
+let h: Harness;
+let proxy: FaultProxy;
+beforeAll(async () => {
+  h = await Harness.start();
+  proxy = await startFaultProxy(h.azurite.port);
+  // One request first, so no measured one pays for code paths' first use (compiling, loading).
+  h.rebuild({}, h.settingsVia(proxy.port));
+  expect((await h.post([draw(await h.loan())])).status).toBe(204);
+});
+afterEach(() => {
+  proxy.mode = 'pass';
+});
+afterAll(async () => {
+  await proxy.close();
+  await h.stop();
+});
+
+async function until(done: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/** Posts, and returns the reply with when it came, plus the requests the proxy held meanwhile. */
+async function postHeld(body: unknown): Promise<{ reply: Reply; answeredAt: number; held: UnansweredRequest[] }> {
+  const mark = proxy.unanswered.length;
+  const reply = await h.post(body);
+  const answeredAt = Date.now();
+  const held = proxy.unanswered.slice(mark);
+  await until(() => held.every((r) => r.closedAt !== undefined), 2_000); // the close reaches the proxy a moment later
+  return { reply, answeredAt, held };
+}
+
+/** How long after its arrival each held request's connection was closed by the service (Infinity: still open). */
+const closedAfter = (held: UnansweredRequest[]) => held.map((r) => (r.closedAt === undefined ? Infinity : r.closedAt - r.arrivedAt));
+
+test('a commit storage never answers: 502 at the commit deadline, its connection closed then, nothing written', async () => {
+  const commitMs = 600;
+  h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs } }, h.settingsVia(proxy.port));
+  const loans = [await h.loan(), await h.loan()];
+  proxy.mode = 'holdCommit';
+  const { reply, answeredAt, held } = await postHeld(loans.map((l) => draw(l)));
+
+  expectGenericProblem(reply, 502);
+  expect(h.recordOf(reply)).toMatchObject({ reason: 'ERR_STORAGE_TIMEOUT', reasonDetail: expect.stringMatching(/^commitDraws/) });
+  expect(held.map((r) => r.kind)).toEqual(['commit']);
+  expect(h.recordOf(reply)?.durations.commit).toBeLessThan(commitMs + SLACK_MS);
+  expect(answeredAt - held[0].arrivedAt).toBeLessThan(commitMs + SLACK_MS);
+  expect(closedAfter(held)[0]).toBeGreaterThanOrEqual(commitMs - 50);
+  expect(closedAfter(held)[0]).toBeLessThan(commitMs + SLACK_MS);
+  proxy.mode = 'pass';
+  expect(await h.drawsFor(...loans)).toHaveLength(0);
+});
+
+test('reads storage never answers: 502 at the read deadline, every read\'s connection closed then', async () => {
+  const readMs = 600;
+  // Each attempt's own bound is longer than the operation's: the operation's deadline must end them.
+  h.rebuild({ timeouts: { attemptMs: 5_000, readMs, commitMs: 5_000 } }, h.settingsVia(proxy.port));
+  const loan = await h.loan();
+  proxy.mode = 'blackhole';
+  const { reply, answeredAt, held } = await postHeld([draw(loan)]);
+
+  expectGenericProblem(reply, 502);
+  expect(h.recordOf(reply)?.reason).toBe('ERR_STORAGE_TIMEOUT');
+  expect(held.map((r) => r.kind)).toEqual(['read', 'read', 'read']); // the partner (a new instance), the loan, today's draw row
+  expect(h.recordOf(reply)?.durations.read).toBeLessThan(readMs + SLACK_MS);
+  expect(answeredAt - Math.min(...held.map((r) => r.arrivedAt))).toBeLessThan(readMs + SLACK_MS);
+  for (const ms of closedAfter(held)) expect(ms).toBeLessThan(readMs + SLACK_MS);
+  proxy.mode = 'pass';
+  expect(await h.drawsFor(loan)).toHaveLength(0);
+});
+
+test('an HTTP attempt storage never answers is ended by the per-attempt bound, inside a longer read deadline', async () => {
+  const attemptMs = 400;
+  h.rebuild({ timeouts: { attemptMs, readMs: 5_000, commitMs: 5_000 } }, h.settingsVia(proxy.port));
+  const loan = await h.loan();
+  proxy.mode = 'blackhole';
+  const { reply, held } = await postHeld([draw(loan)]);
+
+  expectGenericProblem(reply, 502);
+  expect(h.recordOf(reply)?.reason).toBe('ERR_STORAGE_TIMEOUT');
+  expect(held.length).toBeGreaterThanOrEqual(3);
+  for (const ms of closedAfter(held)) expect(ms).toBeLessThan(attemptMs + SLACK_MS);
+});
+
+test('a stall longer than the pool: more held commits than MAX_STORAGE_CONNECTIONS, and the next request is served at once', async () => {
+  h.rebuild({ timeouts: { attemptMs: 3_000, readMs: 3_000, commitMs: 400 } }, h.settingsVia(proxy.port));
+  expect((await h.post([draw(await h.loan())])).status).toBe(204); // warms the partner cache
+  const stalled = await h.loan();
+  const commitsBefore = proxy.counts.commits;
+  proxy.mode = 'holdCommit';
+  // Waves of requests, each reading no draw yet (none lands) and committing: every commit reaches
+  // storage and is held. Were their connections kept, the waves would spend the pool, and the next
+  // request's reads would wait for a connection until their bound.
+  const waves = 8;
+  const perWave = Math.ceil((MAX_STORAGE_CONNECTIONS + 8) / waves);
+  const failed: (string | undefined)[] = [];
+  for (let wave = 0; wave < waves; wave += 1) {
+    const replies = await Promise.all(Array.from({ length: perWave }, () => h.post([draw(stalled)])));
+    for (const reply of replies) {
+      expectGenericProblem(reply, 502);
+      failed.push(h.recordOf(reply)?.reasonDetail);
+    }
+  }
+  const commitsHeld = proxy.counts.commits - commitsBefore;
+
+  proxy.mode = 'pass';
+  const fresh = await h.loan();
+  const start = Date.now();
+  const next = await h.post([draw(fresh)]);
+  expect(next.status).toBe(204);
+  expect(Date.now() - start).toBeLessThan(1_000);
+
+  expect(new Set(failed)).toEqual(new Set(['commitDraws'])); // every one reached its commit: none waited for a connection
+  expect(waves * perWave).toBeGreaterThan(MAX_STORAGE_CONNECTIONS);
+  expect(commitsHeld).toBe(waves * perWave);
+  await until(() => proxy.inFlight === 0, 2_000);
+  expect(proxy.inFlight).toBe(0); // every held commit's connection was closed by the service
+  expect(await h.drawsFor(stalled)).toHaveLength(0);
+}, 90_000);
