@@ -12,6 +12,8 @@
  * - **A CPU profile** (`--cpu-prof`) of a dev host per batch size (each on tables of its own): self
  *   time by owner (package, Node, this code) and the top functions.
  * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
+ * - **Worst-case requests** (scripts/hostileBodies.ts): each one at a time through a dev host,
+ *   latency and CPU against an ordinary single draw's.
  *
  * Writes bench/results.md. Azurite and the service share this machine's cores, so absolute numbers
  * are this machine's; the ratios are what the targets are about.
@@ -25,10 +27,12 @@ import { join } from 'node:path';
 import { startAzurite, type Azurite } from './azurite';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from './demoData';
 import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
+import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from './hostileBodies';
 import { startOidcProvider, type OidcProvider } from './oidcProvider';
 import { connectionStringVia, startFaultProxy } from './storageProxies';
 import { loadModule, type ModuleLoad } from './coldStart';
 import { DRAW_COLUMNS, LOAN_COLUMNS, storageAgent } from '../lib/store';
+import { LIMITS } from '../lib/limits';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
@@ -55,6 +59,15 @@ const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100].filter(
  * hot path, so the numbers are of a warm instance; the first requests are what cold start is about.
  */
 const WARMUP_SEGMENTS = Number(process.env.BENCH_WARMUP_SEGMENTS ?? 3);
+/**
+ * Each worst-case request, and the ordinary draw it is compared with, is sent this many times, one at
+ * a time: enough for the host's CPU (counted in 10 ms ticks) to be read to 0.25 ms per request.
+ */
+const WORST_CASE_REQUESTS = Number(process.env.BENCH_WORST_CASE_REQUESTS ?? 40);
+/** Ordinary draws first, so that V8 has optimized the host's path of an ordinary request before it is compared. */
+const WORST_CASE_WARMUP = 500;
+/** The loan worst-case bodies name: never seeded (the pools start at 1,000,000). */
+const UNSEEDED_LOAN = 999;
 /** Each batch size gets tables of its own: Azurite answers a query by scanning the table, so a shared, ever-growing table would slow the later sizes. */
 const serviceTables = (tag: string) => ({ partnersTable: `${tag}Partners`, loansTable: `${tag}Loans`, drawsTable: `${tag}Draws`, idempotencyTable: `${tag}Keys` });
 const floorTables = (tag: string) => ({ partnersTable: `${tag}FloorPartners`, loansTable: `${tag}FloorLoans`, drawsTable: `${tag}FloorDraws`, idempotencyTable: `${tag}FloorKeys` });
@@ -170,8 +183,6 @@ class LoanPool {
   }
 }
 
-const batchBody = (loans: readonly number[]) => JSON.stringify(loans.map((loanNumber) => ({ loanNumber, requestor: 'bench@partner.example', amount: 12.34 })));
-
 /** The service under autocannon: `requests` posts of `size` fresh loans each, all expected 204. */
 async function serviceSegment(host: DevHostProcess, token: string, pool: LoanPool, size: number, requests: number): Promise<Segment> {
   const latencies: number[] = [];
@@ -185,7 +196,7 @@ async function serviceSegment(host: DevHostProcess, token: string, pool: LoanPoo
       {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        setupRequest: (request: object) => ({ ...request, body: batchBody(pool.take(size)) }),
+        setupRequest: (request: object) => ({ ...request, body: ordinaryBody(pool.take(size)) }),
       },
     ],
   };
@@ -248,8 +259,8 @@ function floorRow(day: string, loanNumber: number, index: number): TableEntity {
   return {
     partitionKey: day,
     rowKey: String(loanNumber),
-    Amount: { value: '12.34', type: 'Double' },
-    Requestor: 'bench@partner.example',
+    Amount: { value: String(ORDINARY_DRAW.amount), type: 'Double' },
+    Requestor: ORDINARY_DRAW.requestor,
     PartnerId: PARTNER,
     ClientId: CLIENT,
     Status: 'Pending',
@@ -269,7 +280,7 @@ async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, tok
     for (const { size } of PLAN) {
       const post = async () => {
         proxy.arrivals.length = 0;
-        const response = await fetch(host.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: batchBody(pool.take(size)) });
+        const response = await fetch(host.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: ordinaryBody(pool.take(size)) });
         if (response.status !== 204) throw new Error(`bench: counting request answered ${response.status}`);
         return { calls: proxy.arrivals.length, transactions: proxy.arrivals.filter((a) => a.kind === 'commit').length };
       };
@@ -282,6 +293,93 @@ async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, tok
     await proxy.close();
   }
   return counts;
+}
+
+/** One worst-case request (or the ordinary draw), sent WORST_CASE_REQUESTS times through a dev host. */
+interface WorstCaseRow {
+  readonly name: string;
+  readonly bodyBytes: number;
+  /** What it was answered (every distinct answer), and what it should be. */
+  readonly answers: string;
+  readonly expected: string;
+  readonly p50: number;
+  readonly cpuPerRequest: number;
+}
+
+/** `204`, `401`, or `400 InvalidAmount`: a status and the code of the first error listed. */
+async function answerOf(response: Response): Promise<string> {
+  const text = await response.text();
+  const code = response.status === 400 ? (JSON.parse(text) as { errors?: { code: string }[] }).errors?.[0]?.code : undefined;
+  return code === undefined ? String(response.status) : `${response.status} ${code}`;
+}
+
+/**
+ * Each worst-case request, and an ordinary single draw to compare it with, WORST_CASE_REQUESTS times one
+ * after another (each alone on the host, so its latency is its own), through a dev host of its own after a
+ * warm-up. CPU is the host's over the requests divided by their number: /proc counts 10 ms ticks, too
+ * coarse for one request. Worst-case bodies name a loan never seeded, so none of them writes.
+ */
+async function worstCases(env: Record<string, string>, token: string, notPartnerToken: string, pool: LoanPool): Promise<WorstCaseRow[]> {
+  const hostile = hostileRequests(UNSEEDED_LOAN);
+  const requests: { name: string; body: () => Buffer; headers?: Record<string, string>; token?: string; expected: string }[] = [
+    { name: 'ordinary single draw', body: () => ordinaryBody(pool.take(1)), expected: '204' },
+    ...hostile.map((r) => ({ ...r, body: () => r.body, expected: `${r.expected.status} ${r.expected.code}` })),
+    // Refused before its body is read: a client that is no partner (remembered as refused after its first request).
+    { name: `not a partner, ${hostile[0].name}`, body: () => hostile[0].body, token: notPartnerToken, expected: '401' },
+  ];
+  const host = await spawnDevHost(env);
+  pin(host.pid, 1);
+  pin(process.pid, LOAD_GENERATOR_CORE);
+  try {
+    const run = async (request: (typeof requests)[number], count: number): Promise<WorstCaseRow> => {
+      const latencies: number[] = [];
+      const answers = new Set<string>();
+      let bodyBytes = 0;
+      const cpuBefore = cpuMs(host.pid);
+      for (let i = 0; i < count; i++) {
+        const body = request.body();
+        bodyBytes = body.byteLength;
+        const start = performance.now();
+        const response = await fetch(host.url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${request.token ?? token}`, 'content-type': 'application/json', ...request.headers },
+          body,
+        });
+        answers.add(await answerOf(response));
+        latencies.push(performance.now() - start);
+      }
+      const cpu = cpuMs(host.pid) - cpuBefore;
+      return { name: request.name, bodyBytes, answers: [...answers].join(', '), expected: request.expected, p50: median(latencies), cpuPerRequest: cpu / count };
+    };
+    for (const request of requests) await run(request, request === requests[0] ? WORST_CASE_WARMUP : 2);
+    const rows: WorstCaseRow[] = [];
+    for (const request of requests) {
+      const row = await run(request, WORST_CASE_REQUESTS);
+      rows.push(row);
+      process.stdout.write(`  ${row.name}: ${row.answers}, p50 ${f1(row.p50)} ms, CPU ${f2(row.cpuPerRequest)} ms per request\n`);
+    }
+    return rows;
+  } finally {
+    await host.stop();
+  }
+}
+
+/** The worst-case rows as Markdown, each against the ordinary draw (the first row). */
+function worstCaseSection(rows: readonly WorstCaseRow[]): string[] {
+  const [ordinary] = rows;
+  return [
+    '## Worst-case requests, one at a time',
+    '',
+    `Each request ${WORST_CASE_REQUESTS} times, one after another, to a dev host of its own (placed on the cores as above) after a warm-up; bodies of at most ${LIMITS.bodyBytes.toLocaleString('en')} bytes (scripts/hostileBodies.ts), headers of ${HTTP_HEADER_CHARS.toLocaleString('en')} characters (what fits beside a token in Node's default 16 KiB of request headers). A body whose shape is accepted names a loan that does not exist, so none is written. Latency is the median; CPU is the dev host's over the ${WORST_CASE_REQUESTS} requests, per request (one request at a time costs the host more CPU than the same request among others at concurrency ${CONCURRENCY}, above).`,
+    '',
+    '| request | body bytes | answer | p50 ms | × ordinary | dev host CPU ms/request | × ordinary |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map((r) => {
+      const answer = r.answers === r.expected ? r.answers : `**${r.answers}** (expected ${r.expected})`;
+      return `| ${r.name} | ${r.bodyBytes} | ${answer} | ${f1(r.p50)} | ${f2(r.p50 / ordinary.p50)}× | ${f2(r.cpuPerRequest)} | ${f2(r.cpuPerRequest / ordinary.cpuPerRequest)}× |`;
+    }),
+    '',
+  ];
 }
 
 interface ProfileSummary {
@@ -411,10 +509,10 @@ async function main(): Promise<void> {
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
     pin(azurite.pid, 0);
     const connection = azurite.connectionString;
-    const token = await provider.server.issuer.buildToken({
-      expiresIn: 3600,
-      scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: CLIENT, sub: CLIENT, idtyp: 'app' }),
-    });
+    const { issuer } = provider.server;
+    const tokenFor = (client: string) =>
+      issuer.buildToken({ expiresIn: 3600, scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: client, sub: client, idtyp: 'app' }) });
+    const token = await tokenFor(CLIENT);
     /** A dev host's settings and a pool of fresh loans, on tables of their own. */
     const serviceSide = async (tag: string, loans: number) => {
       const tables = serviceTables(tag);
@@ -492,6 +590,10 @@ async function main(): Promise<void> {
       );
     }
 
+    process.stdout.write('worst-case requests:\n');
+    const worst = await serviceSide('Worst', WORST_CASE_WARMUP + WORST_CASE_REQUESTS);
+    const worstRows = await worstCases(worst.env, token, await tokenFor('bench-not-a-partner'), worst.pool);
+
     pin(process.pid, 'all'); // the cold-start processes below inherit this process's cores
 
     // Both storage set-ups: a connection string (local), and managed identity (production).
@@ -562,13 +664,14 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|---|',
       ...loads.map((l) => `| ${l.label} | ${f1(l.unbundled.ms)} | ${f1(l.bundled.ms)} | **${f2(l.bundled.ms / l.unbundled.ms)}×** | ${f1(l.unbundled.peakRssMb)} | ${f1(l.bundled.peakRssMb)} |`),
       '',
+      ...worstCaseSection(worstRows),
       ...rows.flatMap(({ size, profile }) => (profile === undefined ? [] : profileSection(size, profile))),
       ...FINDINGS,
     ];
     mkdirSync(join(ROOT, 'bench'), { recursive: true });
     writeFileSync(RESULTS, lines.join('\n'));
     process.stdout.write(`\n${lines.join('\n')}\nwritten to ${RESULTS}\n`);
-    const failed = rows.some((r) => r.service.errors + r.floor.errors > 0);
+    const failed = rows.some((r) => r.service.errors + r.floor.errors > 0) || worstRows.some((r) => r.answers !== r.expected);
     if (failed) process.exitCode = 1;
   } finally {
     await host?.stop();
