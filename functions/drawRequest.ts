@@ -1,6 +1,6 @@
 /**
  * POST /DrawRequest: wires the pieces and maps each outcome to its response. Reads top to
- * bottom in the order of checks of DESIGN §2: authentication, request shape, draw rules, commit;
+ * bottom in the order of checks of docs/contract.md §2: authentication, request shape, draw rules, commit;
  * with an Idempotency-Key, a retry of a batch that landed is answered before the draw rules.
  */
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';

@@ -67,7 +67,7 @@ param logRetentionInDays int = 30
 @description('Daily ingestion cap in GB; -1 for none.')
 param logDailyQuotaGb int = -1
 
-// ---------------------------------------------------------------- authentication (DESIGN §3)
+// ---------------------------------------------------------------- authentication (docs/contract.md §3)
 
 @description('AUTH_TENANT_ID: tenant of the API\'s app registration; by default the deployment\'s tenant.')
 param authTenantId string = tenant().tenantId
@@ -100,7 +100,7 @@ param authAlgorithms array = [
   'RS256'
 ]
 
-// ---------------------------------------------------------------- tables (DESIGN §4)
+// ---------------------------------------------------------------- tables (docs/contract.md §4)
 
 @description('PARTNERS_TABLE')
 param partnersTableName string = 'Partners'

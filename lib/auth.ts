@@ -1,5 +1,5 @@
 /**
- * Bearer token → the calling client id, or a typed failure (DESIGN §3).
+ * Bearer token → the calling client id, or a typed failure (docs/contract.md §3).
  * Tokens are verified with jose against the provider's OpenID metadata and JWKS. A provider
  * that cannot be reached is a dependency failure (502), never a rejected token (401).
  */
@@ -28,7 +28,7 @@ export const MAX_TOKEN_BYTES = LIMITS.tokenBytes;
 export interface ProviderTimings {
   /** Each metadata or key-set request. */
   readonly fetchTimeoutMs: number;
-  /** Metadata is refreshed at most this often (DESIGN §3: 24 h). */
+  /** Metadata is refreshed at most this often (docs/contract.md §3: 24 h). */
   readonly metadataMaxAgeMs: number;
   /** jose's key-set cache age, and its cooldown between refetches for an unknown kid. */
   readonly jwksMaxAgeMs: number;

@@ -1,5 +1,5 @@
 /**
- * Settings (DESIGN §5) → one typed, validated Config, read once at start-up.
+ * Settings (docs/contract.md §5) → one typed, validated Config, read once at start-up.
  * A missing or malformed setting fails start-up with a message naming it.
  */
 import { TableServiceClient } from '@azure/data-tables';

@@ -1,5 +1,5 @@
 /**
- * The lender's draw rules (DESIGN §2.3 rows 4–8): a pure function of the batch, the loans
+ * The lender's draw rules (docs/contract.md §2.3 rows 4–8): a pure function of the batch, the loans
  * read from storage, today's existing draws and the caller's partner id. No I/O, no clock.
  */
 import { DETAILS, type ElementError } from './problem';

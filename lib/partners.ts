@@ -1,5 +1,5 @@
 /**
- * Calling client id → registered, active partner id (DESIGN §3), cached per instance for at
+ * Calling client id → registered, active partner id (docs/contract.md §3), cached per instance for at
  * most five minutes. A storage failure is a dependency failure (502), never a refusal (401).
  */
 import type { UnauthorizedCode } from './auth';

@@ -1,7 +1,7 @@
 import type { HttpResponseInit } from '@azure/functions';
 
 /**
- * The error catalogue (DESIGN §2.3): the only place that names per-element errors.
+ * The error catalogue (docs/contract.md §2.3): the only place that names per-element errors.
  * Partners match on `code`; `error` is the exact text the contract fixes.
  */
 export const ERROR_NAMES = {

@@ -1,6 +1,6 @@
 /**
  * Raw request body → canonical draw requests, or the request/element errors of
- * DESIGN §2.2–2.3 rules 1–3. Pure apart from reading the body stream; touches no storage.
+ * docs/contract.md §2.2–2.3 rules 1–3. Pure apart from reading the body stream; touches no storage.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parse as parseContentType } from 'content-type';
@@ -52,7 +52,7 @@ function foldKey(key: string): string {
 
 type ElementResult = { ok: true; request: DrawRequest } | { ok: false; error: ElementError };
 
-/** Rule precedence for shape failures (DESIGN §2.3 rows 1–3). */
+/** Rule precedence for shape failures (docs/contract.md §2.3 rows 1–3). */
 const RULE_OF_FIELD: Record<Field, 1 | 2 | 3> = { loanNumber: 2, requestor: 1, amount: 3 };
 
 /** What the request text says of each element that JSON.parse cannot tell. */

@@ -1,5 +1,5 @@
 /**
- * Table Storage (DESIGN §4): point reads of partners, loans and today's draws, and the
+ * Table Storage (docs/contract.md §4): point reads of partners, loans and today's draws, and the
  * atomic commit of a batch. Every failure comes back as a value with a stable code.
  */
 import { RestError, TableClient, odata, type Edm, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 7): the service against its floor, in one run on this machine.
+ * `npm run bench`: the service against its floor, in one run on this machine.
  *
  * - **Service**: the built dev host (a process of its own), loaded by autocannon at a fixed
  *   concurrency with valid batches of fresh loans (every answer must be 204).
@@ -618,7 +618,7 @@ async function main(): Promise<void> {
       `Azurite (in memory), the dev host and the load generator share the machine${placement}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
-      '## Against the targets (issue 7)',
+      '## Against the targets',
       '',
       ...targetLines(rows, calls, loads),
       '',

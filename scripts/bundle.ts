@@ -1,5 +1,5 @@
 /**
- * The deployable entry as one file (issue 7, cold start): esbuild bundles functions/main.ts and
+ * The deployable entry as one file (for cold start): esbuild bundles functions/main.ts and
  * what it imports into dist/bundle/main.js, so the host loads one file instead of resolving and
  * reading hundreds of modules. Left outside the bundle:
  * - `@azure/functions-core`, which the Functions host provides at run time;

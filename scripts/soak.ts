@@ -1,5 +1,5 @@
 /**
- * Soak (issue 4): a fixed number of concurrent clients post mixed valid and invalid traffic to the
+ * Soak: a fixed number of concurrent clients post mixed valid and invalid traffic to the
  * dev host, run as `npm start` runs it (the built `dist/scripts/devHost.js` in its own process),
  * against its own in-memory Azurite and local OpenID provider. Then it proves, from the answers and
  * from every row in storage:

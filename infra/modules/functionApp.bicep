@@ -1,5 +1,5 @@
 // The Flex Consumption plan and the Linux function app on Node 22, with every app setting the
-// service reads in production (DESIGN §5) and the identity-based settings of the Functions host.
+// service reads in production (docs/contract.md §5) and the identity-based settings of the Functions host.
 // Flex Consumption takes the runtime, memory and scale from functionAppConfig, not app settings:
 // FUNCTIONS_WORKER_RUNTIME, FUNCTIONS_EXTENSION_VERSION and WEBSITE_RUN_FROM_PACKAGE must not be set.
 
@@ -43,7 +43,7 @@ param maximumInstanceCount int
 @description('Application Insights connection string.')
 param appInsightsConnectionString string
 
-// --- the service's settings (DESIGN §5) ---
+// --- the service's settings (docs/contract.md §5) ---
 
 @description('AUTH_TENANT_ID')
 param authTenantId string
@@ -169,7 +169,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     TELEMETRY_SAMPLING_PERCENTAGE: string(telemetrySamplingPercentage)
     // DefaultAzureCredential picks the user-assigned identity by its client id.
     AZURE_CLIENT_ID: identityClientId
-    // Authentication (DESIGN §3); the metadata URL is derived from the authority and the tenant.
+    // Authentication (docs/contract.md §3); the metadata URL is derived from the authority and the tenant.
     AUTH_TENANT_ID: authTenantId
     AUTH_AUTHORITY_HOST: authAuthorityHost
     AUTH_AUDIENCE: authAudience
@@ -178,7 +178,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     AUTH_PARTNER_CLAIM: authPartnerClaim
     AUTH_CLOCK_TOLERANCE_SECONDS: string(authClockToleranceSeconds)
     AUTH_ALGORITHMS: authAlgorithms
-    // Tables (DESIGN §4) through the managed identity.
+    // Tables (docs/contract.md §4) through the managed identity.
     TABLES_ENDPOINT: tablesEndpoint
     PARTNERS_TABLE: partnersTableName
     LOANS_TABLE: loansTableName

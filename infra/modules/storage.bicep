@@ -1,5 +1,5 @@
 // The storage account: the Functions host's storage, the Flex Consumption deployment container and
-// the service's tables (DESIGN §4). No shared keys and no anonymous blob access: every caller,
+// the service's tables (docs/contract.md §4). No shared keys and no anonymous blob access: every caller,
 // the app included, authenticates with Microsoft Entra ID.
 
 @description('Account name: 3-24 lowercase letters and digits, globally unique.')
@@ -25,7 +25,7 @@ param skuName string
 @description('Blob container the Flex Consumption app is deployed from.')
 param deploymentContainerName string
 
-@description('Tables the service reads and writes (DESIGN §4 and the IdempotencyKeys table).')
+@description('Tables the service reads and writes (docs/contract.md §4 and the IdempotencyKeys table).')
 param tableNames array
 
 @description('Soft-delete retention for blobs and containers, in days.')

@@ -1,5 +1,5 @@
 /**
- * Authentication (DESIGN §3) with real RS256 tokens verified against the local provider's
+ * Authentication (docs/contract.md §3) with real RS256 tokens verified against the local provider's
  * metadata and JWKS over HTTP: every refusal is 401 with nothing written and its reason in the
  * logs and in the invocation's telemetry record; an unreachable provider is 502, never 401.
  */

@@ -1,5 +1,5 @@
 /**
- * The partner example client (examples/submit-draws.ts, issue 5): against `npm start` run as a
+ * The partner example client (examples/submit-draws.ts): against `npm start` run as a
  * process with its embedded Azurite and OpenID provider, so the client's defaults (demo client,
  * secret, scope) are what gets a token; then its retry policy against a scripted server.
  */

@@ -1,5 +1,5 @@
 /**
- * Key rotation (DESIGN §3): the provider publishes a new signing key and the same instance (no new
+ * Key rotation (docs/contract.md §3): the provider publishes a new signing key and the same instance (no new
  * Functions instance, no restart) picks it up: a token with the new kid is refused as an unknown key
  * while jose's cooldown since the last key-set fetch holds, and accepted once it has passed, after
  * exactly one refetch. JWKS fetches are counted at the local provider.

@@ -1,5 +1,5 @@
 /**
- * The handler's verdicts against the independent model of DESIGN §2.3 rows 4–8, for generated
+ * The handler's verdicts against the independent model of docs/contract.md §2.3 rows 4–8, for generated
  * loans, partners, today's draws and batches, through real Table Storage (Azurite).
  */
 import type { TableEntity } from '@azure/data-tables';

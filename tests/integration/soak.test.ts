@@ -1,5 +1,5 @@
 /**
- * Soak (issue 4): 60 s of mixed valid and invalid traffic from 8 concurrent clients against the
+ * Soak: 60 s of mixed valid and invalid traffic from 8 concurrent clients against the
  * dev host process (the built dist/scripts/devHost.js, as `npm start` runs it), with its own
  * Azurite and OpenID provider. scripts/soak.ts drives it and checks every answer and every row.
  */

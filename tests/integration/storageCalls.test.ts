@@ -1,5 +1,5 @@
 /**
- * Storage round trips per request (DESIGN §4), counted at a proxy in front of a real Azurite:
+ * Storage round trips per request (docs/contract.md §4), counted at a proxy in front of a real Azurite:
  * one parallel round of point reads, then one transaction, whatever the batch size; no partner
  * read once the partner is cached; never a call per element in sequence.
  */

@@ -1,5 +1,5 @@
 /**
- * A straightforward reading of DESIGN §2.3 rows 4–8, written independently of lib/drawRules.ts:
+ * A straightforward reading of docs/contract.md §2.3 rows 4–8, written independently of lib/drawRules.ts:
  * the oracle the rules (and the handler) are checked against with generated inputs.
  */
 import fc from 'fast-check';

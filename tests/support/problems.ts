@@ -1,4 +1,4 @@
-/** What every client can rely on in an error response (DESIGN §2.1, §2.4). */
+/** What every client can rely on in an error response (docs/contract.md §2.1, §2.4). */
 import type { Reply } from './harness';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,4 +1,4 @@
-/** applyDrawRules against an independent model of DESIGN §2.3 rows 4–8, on generated inputs. */
+/** applyDrawRules against an independent model of docs/contract.md §2.3 rows 4–8, on generated inputs. */
 import fc from 'fast-check';
 import { applyDrawRules, type Loan } from '../../lib/drawRules';
 import type { DrawRequest } from '../../lib/requestBody';

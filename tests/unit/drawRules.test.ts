@@ -198,7 +198,7 @@ describe('applyDrawRules: rule 7 boundaries in integer cents', () => {
     });
   });
 
-  test('a credit with a fractional cent (750.505) does not allow 750.51, which is above it (DESIGN §2.3 rule 7)', () => {
+  test('a credit with a fractional cent (750.505) does not allow 750.51, which is above it (docs/contract.md §2.3 rule 7)', () => {
     const verdict = run([req(0, 11, 750.51)], loans({ 11: loan({ availableCredit: 750.505 }) }));
     expect(verdict).toStrictEqual({ accepted: false, errors: [expected.aboveCredit(0, 11)] });
   });

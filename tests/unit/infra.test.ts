@@ -579,7 +579,7 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     expect(Object.keys(appSettings()).filter((name) => FLEX_DEPRECATED.includes(name))).toEqual([]);
   });
 
-  test('the table parameters default to the tables the code defaults to (DESIGN §4)', () => {
+  test('the table parameters default to the tables the code defaults to (docs/contract.md §4)', () => {
     const defaults = loadConfig({ AUTH_TENANT_ID: '72f988bf-86f1-41af-91ab-2d7cd011db47', AUTH_AUDIENCE: 'x', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }).tables;
     const param = (name: string): Value | undefined => mainFile().params.get(name)?.defaultValue;
     expect([param('partnersTableName'), param('loansTableName'), param('drawsTableName'), param('idempotencyTableName')])

@@ -19,7 +19,7 @@ function bodyOf(response: HttpResponseInit): Record<string, unknown> {
   return JSON.parse(response.body as string) as Record<string, unknown>;
 }
 
-describe('ERROR_NAMES (DESIGN §2.3)', () => {
+describe('ERROR_NAMES (docs/contract.md §2.3)', () => {
   test('has exactly the six codes with the contract texts', () => {
     expect(ERROR_NAMES).toStrictEqual({
       InvalidRequest: 'Invalid Request',
@@ -36,7 +36,7 @@ describe('ERROR_NAMES (DESIGN §2.3)', () => {
   });
 });
 
-describe('badRequest (DESIGN §2.4)', () => {
+describe('badRequest (docs/contract.md §2.4)', () => {
   const contractExample: ElementError[] = [
     { index: 0, loanNumber: 1002, code: 'InvalidAmount', pointer: '/0/amount', detail: DETAILS.amountAboveCredit },
     { index: 2, loanNumber: 1003, code: 'PendingTransactionRequest', detail: DETAILS.alreadyToday },
@@ -142,7 +142,7 @@ describe('badRequest (DESIGN §2.4)', () => {
   });
 });
 
-describe('unauthorized (DESIGN §2.1, 401)', () => {
+describe('unauthorized (docs/contract.md §2.1, 401)', () => {
   const DETAIL_401 = 'The request was not authenticated: a valid access token for a registered partner is required.';
 
   test.each([

@@ -428,7 +428,7 @@ describe('parseDrawRequests: case-insensitive keys', () => {
     );
   });
 
-  test('ambiguous amount keys still report the usable loanNumber (DESIGN §2.4: loanNumber present when the element had a usable one)', () => {
+  test('ambiguous amount keys still report the usable loanNumber (docs/contract.md §2.4: loanNumber present when the element had a usable one)', () => {
     expect(parseText('[{"loanNumber":1,"requestor":"a","amount":5,"Amount":6}]')).toStrictEqual(
       oneElementError({ index: 0, loanNumber: 1, code: 'InvalidRequest', pointer: '/0/Amount', detail: DETAILS.ambiguous('amount') }),
     );
@@ -440,7 +440,7 @@ describe('parseDrawRequests: case-insensitive keys', () => {
     );
   });
 
-  test('the same key twice ("amount" and "amount") is ambiguous too (DESIGN §2.2: two keys mapping to one field)', () => {
+  test('the same key twice ("amount" and "amount") is ambiguous too (docs/contract.md §2.2: two keys mapping to one field)', () => {
     const result = parseText('[{"loanNumber":1,"requestor":"a","amount":5,"amount":500}]');
     expect(result.ok).toBe(false);
     if (!result.ok) {
