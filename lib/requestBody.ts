@@ -4,8 +4,8 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parse as parseContentType } from 'content-type';
-import * as jsonc from 'jsonc-parser';
 import { NUMBER_TEXT, canonicalLoanNumber, type WrittenNumbers } from './elementChecks';
+import { JsonTokens, TOKEN } from './jsonTokens';
 import { validate as generatedValidator } from './generated/validateElement';
 import { LIMITS } from './limits';
 import { DETAILS, type ElementError } from './problem';
@@ -71,63 +71,60 @@ interface ElementText {
 /** What one pass over the text found: its elements, or that it nests too deep to be read further. */
 type Scan = { readonly tooDeep: true } | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText> };
 
-// jsonc-parser declares SyntaxKind as a const enum; it also exports it at run time, which is what is read here.
-const Token = (jsonc as unknown as { SyntaxKind: Record<keyof typeof jsonc.SyntaxKind, jsonc.SyntaxKind> }).SyntaxKind;
-
 /**
- * One flat pass over the JSON text with a scanner, before it is parsed: stops at the nesting limit,
- * and reads the keys and number texts of each top-level element. Text that is not JSON is scanned
- * all the same (linearly); JSON.parse then refuses it.
+ * One flat pass over the JSON text, before it is parsed: stops at the nesting limit, and reads the
+ * keys and number texts of each top-level element. Text that is not JSON is scanned all the same
+ * (linearly); JSON.parse then refuses it.
  */
 function scanElements(text: string): Scan {
   const found = new Map<number, ElementText>();
-  const scanner = jsonc.createScanner(text, true);
-  const open: jsonc.SyntaxKind[] = []; // kinds of the containers we are inside
+  const tokens = new JsonTokens(text);
+  const open: number[] = []; // the containers we are inside (TOKEN.openArray or TOKEN.openObject)
   let index = 0;
   let fields = new Set<Field>();
   let expectKey = false;
   let valueField: Field | undefined; // the field whose value comes next
-  const inElement = () => open.length === 2 && open[0] === Token.OpenBracketToken && open[1] === Token.OpenBraceToken;
+  const inElement = () => open.length === 2 && open[0] === TOKEN.openArray && open[1] === TOKEN.openObject;
   const entry = (): ElementText => {
     let element = found.get(index);
     if (element === undefined) found.set(index, (element = { keys: 0 }));
     return element;
   };
-  for (let kind = scanner.scan(); kind !== Token.EOF; kind = scanner.scan()) {
+  for (let kind = tokens.next(); kind !== TOKEN.end; kind = tokens.next()) {
     const fieldOfValue = valueField;
     valueField = undefined;
     switch (kind) {
-      case Token.OpenBraceToken:
-      case Token.OpenBracketToken:
+      case TOKEN.openObject:
+      case TOKEN.openArray:
         if (open.length === LIMITS.nestingDepth) return { tooDeep: true };
         open.push(kind);
         if (inElement()) fields = new Set();
-        expectKey = kind === Token.OpenBraceToken;
+        expectKey = kind === TOKEN.openObject;
         break;
-      case Token.CloseBraceToken:
-      case Token.CloseBracketToken:
+      case TOKEN.closeObject:
+      case TOKEN.closeArray:
         open.pop();
         expectKey = false;
         break;
-      case Token.CommaToken:
+      case TOKEN.comma:
         if (open.length === 1) index += 1;
-        expectKey = open[open.length - 1] === Token.OpenBraceToken;
+        expectKey = open[open.length - 1] === TOKEN.openObject;
         break;
-      case Token.ColonToken:
+      case TOKEN.colon:
         valueField = fieldOfValue;
         break;
-      case Token.StringLiteral:
+      case TOKEN.string:
         if (expectKey && inElement() && entry().keys++ < LIMITS.keysPerElement) {
-          const key = scanner.getTokenValue();
+          const key = tokens.stringValue() ?? '';
           valueField = FIELD_BY_FOLDED_KEY.get(foldKey(key));
           if (valueField !== undefined && fields.has(valueField)) entry().ambiguousKey ??= key;
           if (valueField !== undefined) fields.add(valueField);
         }
         expectKey = false;
         break;
-      case Token.NumericLiteral:
-        // A slice of the text, not a copy; its length is checked before it is read (lib/elementChecks.ts).
-        if (fieldOfValue === 'amount' || fieldOfValue === 'loanNumber') (entry().numbers ??= {})[fieldOfValue] = scanner.getTokenValue();
+      case TOKEN.number:
+        // Its length is checked before it is read (lib/elementChecks.ts).
+        if (fieldOfValue === 'amount' || fieldOfValue === 'loanNumber') (entry().numbers ??= {})[fieldOfValue] = tokens.raw();
         break;
       default:
         expectKey = false;

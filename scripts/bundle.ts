@@ -52,7 +52,7 @@ export async function bundle(): Promise<void> {
     target: 'node20',
     format: 'cjs',
     external: [...BUNDLE_EXTERNALS],
-    // ESM builds where packages have them: jsonc-parser's CommonJS build is UMD with dynamic requires.
+    // ESM builds where packages have them: static imports esbuild can follow and tree-shake.
     mainFields: ['module', 'main'],
     minify: true, // less to read and parse at cold start
     sourcemap: 'linked', // stack traces in the host's log still name the source lines
