@@ -17,8 +17,11 @@ export const LIMITS = {
    * an amount of at most 2 decimals about as many; the rest is room for zeros a formatter may add.
    */
   numberTextLength: 32,
-  /** Keys of one draw element: three fields, and room for keys a partner's system adds (ignored). */
-  keysPerElement: 64,
+  /**
+   * Keys of one JSON object: a draw element has three fields, and room for keys a partner's system adds
+   * (ignored); objects inside ignored values are held to it too, as JSON.parse builds them all.
+   */
+  keysPerObject: 64,
   /** Containers inside containers: the array is level 1, an element 2; values of ignored keys may nest. */
   nestingDepth: 32,
 } as const;

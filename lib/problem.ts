@@ -34,7 +34,7 @@ export const DETAILS = {
   batchSize: (max: number) => `the request body must be an array of 1 to ${max} draw requests`,
   tooDeep: (levels: number) => `the request body must not nest deeper than ${levels} levels`,
   notObject: 'a draw request must be a JSON object',
-  tooManyKeys: (keys: number) => `a draw request may have at most ${keys} keys`,
+  tooManyKeys: (keys: number) => `a draw request, and any object in it, may have at most ${keys} keys`,
   missing: (field: string) => `${field} is required`,
   ambiguous: (field: string) => `more than one key names ${field} (keys are case-insensitive)`,
   requestor: 'requestor must be a string of 1 to 256 characters without control characters',

@@ -64,12 +64,16 @@ interface ElementText {
   ambiguousKey?: string;
   /** The amount and loan number, when JSON numbers, exactly as written. */
   numbers?: { amount?: string; loanNumber?: string };
-  /** Keys of the element itself, counted up to one past the limit. */
-  keys: number;
 }
 
-/** What one pass over the text found: its elements, or that it nests too deep to be read further. */
-type Scan = { readonly tooDeep: true } | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText> };
+/**
+ * What one pass over the text found: that it nests too deep to be read further, or its elements, and
+ * the objects with more keys than the limit (refused before JSON.parse builds them): the indexes of the
+ * elements holding them, or `root` for the body itself.
+ */
+type Scan =
+  | { readonly tooDeep: true }
+  | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText>; readonly crowded: ReadonlySet<number | 'root'> };
 
 /**
  * One flat pass over the JSON text, before it is parsed: stops at the nesting limit, and reads the
@@ -80,6 +84,8 @@ function scanElements(text: string): Scan {
   const found = new Map<number, ElementText>();
   const tokens = new JsonTokens(text);
   const open: number[] = []; // the containers we are inside (TOKEN.openArray or TOKEN.openObject)
+  const keys: number[] = []; // keys so far of each object we are inside
+  const crowded = new Set<number | 'root'>();
   let index = 0;
   let fields = new Set<Field>();
   let expectKey = false;
@@ -87,7 +93,7 @@ function scanElements(text: string): Scan {
   const inElement = () => open.length === 2 && open[0] === TOKEN.openArray && open[1] === TOKEN.openObject;
   const entry = (): ElementText => {
     let element = found.get(index);
-    if (element === undefined) found.set(index, (element = { keys: 0 }));
+    if (element === undefined) found.set(index, (element = {}));
     return element;
   };
   for (let kind = tokens.next(); kind !== TOKEN.end; kind = tokens.next()) {
@@ -98,12 +104,13 @@ function scanElements(text: string): Scan {
       case TOKEN.openArray:
         if (open.length === LIMITS.nestingDepth) return { tooDeep: true };
         open.push(kind);
+        if (kind === TOKEN.openObject) keys.push(0);
         if (inElement()) fields = new Set();
         expectKey = kind === TOKEN.openObject;
         break;
       case TOKEN.closeObject:
       case TOKEN.closeArray:
-        open.pop();
+        if (open.pop() === TOKEN.openObject) keys.pop();
         expectKey = false;
         break;
       case TOKEN.comma:
@@ -114,7 +121,8 @@ function scanElements(text: string): Scan {
         valueField = fieldOfValue;
         break;
       case TOKEN.string:
-        if (expectKey && inElement() && entry().keys++ < LIMITS.keysPerElement) {
+        if (expectKey && ++keys[keys.length - 1] > LIMITS.keysPerObject) crowded.add(open.length > 1 && open[0] === TOKEN.openArray ? index : 'root');
+        else if (expectKey && inElement()) {
           const key = tokens.stringValue() ?? '';
           valueField = FIELD_BY_FOLDED_KEY.get(foldKey(key));
           if (valueField !== undefined && fields.has(valueField)) entry().ambiguousKey ??= key;
@@ -130,16 +138,13 @@ function scanElements(text: string): Scan {
         expectKey = false;
     }
   }
-  return { tooDeep: false, elements: found };
+  return { tooDeep: false, elements: found, crowded };
 }
 
-function checkElement(element: unknown, index: number, text: ElementText = { keys: 0 }): ElementResult {
+function checkElement(element: unknown, index: number, text: ElementText = {}): ElementResult {
   const at = (key?: string) => (key === undefined ? `/${index}` : `/${index}/${escapePointer(key)}`);
   if (!isPlainObject(element)) {
     return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.notObject } };
-  }
-  if (text.keys > LIMITS.keysPerElement) {
-    return { ok: false, error: { index, code: 'InvalidRequest', pointer: at(), detail: DETAILS.tooManyKeys(LIMITS.keysPerElement) } };
   }
   // Map keys to canonical names into a prototype-less object: `__proto__` and friends never reach a prototype.
   const canonical = Object.create(null) as Canonical;
@@ -228,8 +233,14 @@ export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyR
   } catch {
     return requestError(DETAILS.unreadable);
   }
+  // The limits on the text's structure answer before JSON.parse builds what they bound.
   const scan = scanElements(text);
   if (scan.tooDeep) return requestError(DETAILS.tooDeep(LIMITS.nestingDepth));
+  if (scan.crowded.size > 0) {
+    const detail = DETAILS.tooManyKeys(LIMITS.keysPerObject);
+    if (scan.crowded.has('root')) return requestError(detail);
+    return { ok: false, errors: [...scan.crowded].map((index) => ({ index: index as number, code: 'InvalidRequest', pointer: `/${index}`, detail })) };
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
