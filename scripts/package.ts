@@ -318,7 +318,7 @@ export async function readZip(file: string, wanted: (path: string) => boolean = 
 const FORBIDDEN: readonly [RegExp, string][] = [
   [/^tests?\//, 'tests'],
   [/(^|\/)local\.settings[^/]*\.json$/, 'a local settings file'],
-  [/^(functions|lib|scripts|examples)\//, 'TypeScript sources or tools (the zip holds compiled code under dist/)'],
+  [/^(functions|lib|dev|scripts|bench|examples)\//, 'TypeScript sources or tools (the zip holds compiled code under dist/)'],
   [/^dist\/(?!bundle\/)/, 'build output other than the bundle (the tsc output, the dev host and tools)'],
   [/^(infra|docs|\.ci|\.git|coverage|\.azurite|__azurite[^/]*|__blobstorage__|__queuestorage__)\//, 'repository material'],
   [/(^|\/)\.env(\..*)?$/, 'an environment file'],

@@ -6,9 +6,9 @@
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { SignJWT, exportJWK, generateKeyPair, base64url } from 'jose';
-import { startOidcProvider } from '../../scripts/oidcProvider';
-import { freePort } from '../../scripts/azurite';
-import { putPartner } from '../../scripts/demoData';
+import { startOidcProvider } from '../../dev/oidcProvider';
+import { freePort } from '../../dev/azurite';
+import { putPartner } from '../../dev/demoData';
 import { DEFAULT_PROVIDER_TIMINGS, MAX_TOKEN_BYTES } from '../../lib/auth';
 import { AUDIENCE, CLIENT, Harness, TENANT, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';

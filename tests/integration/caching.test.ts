@@ -2,8 +2,8 @@
  * What an instance keeps between requests: the partner lookup (≤ 5 minutes), the provider's
  * metadata (refreshed after 24 h) and keys (held through a provider outage).
  */
-import { putPartner } from '../../scripts/demoData';
-import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import { putPartner } from '../../dev/demoData';
+import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { AUDIENCE, CLIENT, Harness, PARTNER, draw } from '../support/harness';
 
 /** A clock the test moves by hand; it drives the partner cache, metadata age and business day. */

@@ -5,10 +5,10 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ConfigError } from '../../lib/config';
-import { startAzurite, type Azurite } from '../../scripts/azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../scripts/demoData';
-import { startDevHost, type DevHost } from '../../scripts/devHost';
-import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import { startAzurite, type Azurite } from '../../dev/azurite';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
+import { startDevHost, type DevHost } from '../../dev/devHost';
+import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { spawnDevHost } from '../support/devHostProcess';
 
 const run = promisify(execFile);

@@ -18,7 +18,7 @@ import {
   type SubmitResult,
 } from '../../examples/submit-draws';
 import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
-import { freePort } from '../../scripts/azurite';
+import { freePort } from '../../dev/azurite';
 
 const ROOT = join(__dirname, '..', '..');
 const EXAMPLE_ENTRY = join(ROOT, 'dist', 'examples', 'submit-draws.js');

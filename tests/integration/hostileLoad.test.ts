@@ -1,10 +1,10 @@
 /**
  * An instance answers every request on one event loop, so a request that takes seconds to read
  * delays every other caller's request on that instance. While one caller sends worst-case requests
- * (scripts/hostileBodies.ts) back to back, another partner's ordinary draws must still be answered,
+ * (tests/support/hostileBodies.ts) back to back, another partner's ordinary draws must still be answered,
  * and about as fast as alone; each worst-case request is refused, and none writes anything.
  */
-import { hostileRequests, ordinaryBody, type HostileRequest } from '../../scripts/hostileBodies';
+import { hostileRequests, ordinaryBody, type HostileRequest } from '../support/hostileBodies';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, nextLoanNumber } from '../support/harness';
 
 /** Ordinary draws per phase (alone, then attacked): the p99 of 150 is their second slowest. */

@@ -7,7 +7,7 @@ import { PREVIOUS_DAY_RETRY_MS, batchHash, keyRecordId } from '../../lib/idempot
 import { DETAILS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
 import { expectGenericProblem, expectProblem400 } from '../support/problems';
-import { startFaultProxy, type FaultProxy } from '../../scripts/storageProxies';
+import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
 
 let h: Harness;
 beforeAll(async () => {

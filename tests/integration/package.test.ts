@@ -173,7 +173,7 @@ describe('the package check catches', () => {
     ['tests', 'tests/unit/config.test.ts'],
     ['a local settings file', 'local.settings.json'],
     ['a TypeScript source', 'lib/config.ts'],
-    ['the dev host', 'dist/scripts/devHost.js'],
+    ['the dev host', 'dist/dev/devHost.js'],
     ['the unbundled tsc output', 'dist/functions/main.js'],
     ['a dev-only package', 'node_modules/jest/package.json'],
     ['a native addon', 'node_modules/x/build/Release/x.node'],

@@ -1,9 +1,9 @@
 /**
  * Soak: 60 s of mixed valid and invalid traffic from 8 concurrent clients against the
- * dev host process (the built dist/scripts/devHost.js, as `npm start` runs it), with its own
- * Azurite and OpenID provider. scripts/soak.ts drives it and checks every answer and every row.
+ * dev host process (the built dist/dev/devHost.js, as `npm start` runs it), with its own
+ * Azurite and OpenID provider. bench/soak.ts drives it and checks every answer and every row.
  */
-import { KINDS, formatReport, runSoak, type SoakReport } from '../../scripts/soak';
+import { KINDS, formatReport, runSoak, type SoakReport } from '../../bench/soak';
 
 const RSS_GROWTH_LIMIT_MB = 150;
 

@@ -4,7 +4,7 @@
  * read once the partner is cached; never a call per element in sequence.
  */
 import { Harness, draw } from '../support/harness';
-import { startFaultProxy, type FaultProxy } from '../../scripts/storageProxies';
+import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
 import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
 
 let h: Harness;

@@ -5,7 +5,7 @@
  */
 import { Harness, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
-import { startFaultProxy, type FaultProxy, type UnansweredRequest } from '../../scripts/storageProxies';
+import { startFaultProxy, type FaultProxy, type UnansweredRequest } from '../support/storageProxies';
 import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
 
 /** Allowance for timers and the event loop on a busy 2-core machine. */

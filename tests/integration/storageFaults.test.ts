@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { BatchState, StoreResult } from '../../lib/store';
 import { Harness, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
-import { startDelayProxy, startFaultProxy, type DelayProxy, type FaultProxy } from '../../scripts/storageProxies';
+import { startDelayProxy, startFaultProxy, type DelayProxy, type FaultProxy } from '../support/storageProxies';
 
 const expect502 = (reply: Reply) => expectGenericProblem(reply, 502);
 

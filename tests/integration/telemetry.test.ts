@@ -5,9 +5,9 @@
  * that arrive are checked: names, dimensions, correlation, and that no secret is in them.
  */
 import { randomBytes } from 'node:crypto';
-import { startAzurite, type Azurite } from '../../scripts/azurite';
-import { createTables, putLoan, putPartner, tableClient } from '../../scripts/demoData';
-import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import { startAzurite, type Azurite } from '../../dev/azurite';
+import { createTables, putLoan, putPartner, tableClient } from '../../dev/demoData';
+import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
 import { ofType, startIngestion, type Envelope, type Ingestion } from '../support/ingestion';
 

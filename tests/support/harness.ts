@@ -11,11 +11,11 @@ import { createDependencies, createDrawRequestHandler, type DrawRequestDeps } fr
 import type { StoreTimeouts } from '../../lib/store';
 import type { ProviderTimings } from '../../lib/auth';
 import type { TokenCredential } from '@azure/identity';
-import { startAzurite, type Azurite } from '../../scripts/azurite';
-import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../scripts/demoData';
-import { startOidcProvider, type OidcProvider } from '../../scripts/oidcProvider';
+import { startAzurite, type Azurite } from '../../dev/azurite';
+import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../dev/demoData';
+import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import type { BatchRecord, Telemetry } from '../../lib/telemetry';
-import { connectionStringVia } from '../../scripts/storageProxies';
+import { connectionStringVia } from './storageProxies';
 import { contractViolations } from './contract';
 
 export const AUDIENCE = 'api://draw-request-tests';

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { TableStore, type CommitContext, type DrawRow } from '../../lib/store';
-import { connectionStringFor } from '../../scripts/azurite';
+import { connectionStringFor } from '../../dev/azurite';
 
 interface Captured {
   readonly method?: string;

@@ -12,7 +12,7 @@
  * - **A CPU profile** (`--cpu-prof`) of a dev host per batch size (each on tables of its own): self
  *   time by owner (package, Node, this code) and the top functions.
  * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
- * - **Worst-case requests** (scripts/hostileBodies.ts): each one at a time through a dev host,
+ * - **Worst-case requests** (tests/support/hostileBodies.ts): each one at a time through a dev host,
  *   latency and CPU against an ordinary single draw's.
  *
  * Writes bench/results.md. Azurite and the service share this machine's cores, so absolute numbers
@@ -24,12 +24,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { startAzurite, type Azurite } from './azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from './demoData';
-import { cpuMs, spawnDevHost, type DevHostProcess } from './devHostProcess';
-import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from './hostileBodies';
-import { startOidcProvider, type OidcProvider } from './oidcProvider';
-import { connectionStringVia, startFaultProxy } from './storageProxies';
+import { startAzurite, type Azurite } from '../dev/azurite';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { cpuMs, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
+import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from '../tests/support/hostileBodies';
+import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
+import { connectionStringVia, startFaultProxy } from '../tests/support/storageProxies';
 import { loadModule, type ModuleLoad } from './coldStart';
 import { DRAW_COLUMNS, LOAN_COLUMNS, storageAgent } from '../lib/store';
 import { LIMITS } from '../lib/limits';
@@ -370,7 +370,7 @@ function worstCaseSection(rows: readonly WorstCaseRow[]): string[] {
   return [
     '## Worst-case requests, one at a time',
     '',
-    `Each request ${WORST_CASE_REQUESTS} times, one after another, to a dev host of its own (placed on the cores as above) after a warm-up; bodies of at most ${LIMITS.bodyBytes.toLocaleString('en')} bytes (scripts/hostileBodies.ts), headers of ${HTTP_HEADER_CHARS.toLocaleString('en')} characters (what fits beside a token in Node's default 16 KiB of request headers). A body whose shape is accepted names a loan that does not exist, so none is written. Latency is the median; CPU is the dev host's over the ${WORST_CASE_REQUESTS} requests, per request (one request at a time costs the host more CPU than the same request among others at concurrency ${CONCURRENCY}, above).`,
+    `Each request ${WORST_CASE_REQUESTS} times, one after another, to a dev host of its own (placed on the cores as above) after a warm-up; bodies of at most ${LIMITS.bodyBytes.toLocaleString('en')} bytes (tests/support/hostileBodies.ts), headers of ${HTTP_HEADER_CHARS.toLocaleString('en')} characters (what fits beside a token in Node's default 16 KiB of request headers). A body whose shape is accepted names a loan that does not exist, so none is written. Latency is the median; CPU is the dev host's over the ${WORST_CASE_REQUESTS} requests, per request (one request at a time costs the host more CPU than the same request among others at concurrency ${CONCURRENCY}, above).`,
     '',
     '| request | body bytes | answer | p50 ms | × ordinary | dev host CPU ms/request | × ordinary |',
     '|---|---|---|---|---|---|---|',
@@ -395,7 +395,7 @@ function ownerOf(url: string, functionName: string): string {
   if (url.startsWith('node:')) return 'Node.js (http, streams, crypto …)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?!.*node_modules\/)/.exec(url);
   if (pkg) return pkg[1];
-  if (/\/dist\/scripts\//.test(url)) return 'dev host (scripts/devHost.ts)';
+  if (/\/dist\/dev\//.test(url)) return 'dev host (dev/devHost.ts)';
   return 'service code (lib/, functions/)';
 }
 

@@ -4,8 +4,8 @@
  * request do as much work as the bytes allow. Used by tests/integration/hostileLoad.test.ts (in
  * process) and by `npm run bench` (through the dev host).
  */
-import { LIMITS } from '../lib/limits';
-import type { ErrorCode } from '../lib/problem';
+import { LIMITS } from '../../lib/limits';
+import type { ErrorCode } from '../../lib/problem';
 
 /** What every ordinary draw of the tests and the bench asks for. */
 export const ORDINARY_DRAW = { requestor: 'draws@partner.example', amount: 12.34 } as const;

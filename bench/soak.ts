@@ -1,6 +1,6 @@
 /**
  * Soak: a fixed number of concurrent clients post mixed valid and invalid traffic to the
- * dev host, run as `npm start` runs it (the built `dist/scripts/devHost.js` in its own process),
+ * dev host, run as `npm start` runs it (the built `dist/dev/devHost.js` in its own process),
  * against its own in-memory Azurite and local OpenID provider. Then it proves, from the answers and
  * from every row in storage:
  *
@@ -10,14 +10,14 @@
  * - a retried `Idempotency-Key` batch is answered `Idempotent-Replay: true` and writes nothing;
  * - the dev host's memory (VmRSS) after a short warm-up and at the end stays within a bound.
  *
- * `node dist/scripts/soak.js [seconds=60] [concurrency=8]` prints the report and exits non-zero if
+ * `node dist/bench/soak.js [seconds=60] [concurrency=8]` prints the report and exits non-zero if
  * any property fails (`npm run soak -- 10 4`). tests/integration/soak.test.ts runs it under Jest.
  */
 import type { TableEntityResult } from '@azure/data-tables';
-import { startAzurite, type Azurite } from './azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from './demoData';
-import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from './devHostProcess';
-import { startOidcProvider, type OidcProvider } from './oidcProvider';
+import { startAzurite, type Azurite } from '../dev/azurite';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
+import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 
 export interface SoakOptions {
   /** How long traffic runs (the warm-up included). */
@@ -553,7 +553,7 @@ async function main(): Promise<void> {
   const seconds = secondsArg === undefined ? 60 : Number(secondsArg);
   const concurrency = concurrencyArg === undefined ? 8 : Number(concurrencyArg);
   if (!(seconds > 0) || !Number.isInteger(concurrency) || concurrency < 1) {
-    console.error('usage: node dist/scripts/soak.js [seconds=60] [concurrency=8]');
+    console.error('usage: node dist/bench/soak.js [seconds=60] [concurrency=8]');
     process.exit(2);
   }
   const report = await runSoak({ durationMs: seconds * 1000, concurrency, log: (line) => console.log(line) });

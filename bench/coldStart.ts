@@ -6,14 +6,14 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { startAzurite } from './azurite';
-import { createTables, putLoan, putPartner, tableClient } from './demoData';
-import { startOidcProvider } from './oidcProvider';
+import { startAzurite } from '../dev/azurite';
+import { createTables, putLoan, putPartner, tableClient } from '../dev/demoData';
+import { startOidcProvider } from '../dev/oidcProvider';
 
 const RUNS = Number(process.env.COLDSTART_RUNS ?? 7);
 const ROOT = join(__dirname, '..', '..');
 const MAIN = join(ROOT, 'dist', 'functions', 'main.js');
-const DEV_HOST = join(ROOT, 'dist', 'scripts', 'devHost.js');
+const DEV_HOST = join(ROOT, 'dist', 'dev', 'devHost.js');
 const AUDIENCE = 'api://coldstart';
 // Nothing listens there: the exporter's sends fail quietly, which does not change what is measured.
 const TELEMETRY = 'InstrumentationKey=00000000-0000-4000-8000-000000000000;IngestionEndpoint=https://127.0.0.1:9/';
