@@ -53,7 +53,9 @@ const requestsFor = (size: number) => Math.max(CONCURRENCY, Number(process.env[`
 const LOAD_RUNS = 9;
 /** BENCH_SIZES=1,100 runs only those batch sizes (to profile one of them, say). */
 const SIZES = (process.env.BENCH_SIZES ?? '1,10,100').split(',').map(Number);
-const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100].filter((size) => SIZES.includes(size)).map((size) => ({ size, requests: requestsFor(size) }));
+const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100]
+  .filter((size) => SIZES.includes(size))
+  .map((size) => ({ size, requests: requestsFor(size) }));
 /**
  * Segments run per side before measuring: enough (about 3,000 draws) for V8 to have optimized the
  * hot path, so the numbers are of a warm instance; the first requests are what cold start is about.
@@ -69,8 +71,18 @@ const WORST_CASE_WARMUP = 500;
 /** The loan worst-case bodies name: never seeded (the pools start at 1,000,000). */
 const UNSEEDED_LOAN = 999;
 /** Each batch size gets tables of its own: Azurite answers a query by scanning the table, so a shared, ever-growing table would slow the later sizes. */
-const serviceTables = (tag: string) => ({ partnersTable: `${tag}Partners`, loansTable: `${tag}Loans`, drawsTable: `${tag}Draws`, idempotencyTable: `${tag}Keys` });
-const floorTables = (tag: string) => ({ partnersTable: `${tag}FloorPartners`, loansTable: `${tag}FloorLoans`, drawsTable: `${tag}FloorDraws`, idempotencyTable: `${tag}FloorKeys` });
+const serviceTables = (tag: string) => ({
+  partnersTable: `${tag}Partners`,
+  loansTable: `${tag}Loans`,
+  drawsTable: `${tag}Draws`,
+  idempotencyTable: `${tag}Keys`,
+});
+const floorTables = (tag: string) => ({
+  partnersTable: `${tag}FloorPartners`,
+  loansTable: `${tag}FloorLoans`,
+  drawsTable: `${tag}FloorDraws`,
+  idempotencyTable: `${tag}FloorKeys`,
+});
 
 interface Latency {
   readonly p50: number;
@@ -156,7 +168,9 @@ class LoanPool {
     this.loans = Array.from({ length: count }, (_, i) => 1_000_000 + i);
     for (let i = 0; i < count; i += 200) {
       const chunk = this.loans.slice(i, i + 200);
-      await Promise.all(chunk.map((n) => putLoan(this.loansTable, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' })));
+      await Promise.all(
+        chunk.map((n) => putLoan(this.loansTable, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' })),
+      );
     }
   }
 
@@ -205,14 +219,22 @@ async function serviceSegment(host: DevHostProcess, token: string, pool: LoanPoo
   const reading = () => ({ cpu: cpuMs(host.pid), at: performance.now() });
   let last: { cpu: number; at: number } | undefined;
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(options, (error, done) => (error ? reject(error) : resolve(done)));
+    const instance = autocannon(options, (error: unknown, done) =>
+      error ? reject(error instanceof Error ? error : new Error('autocannon failed')) : resolve(done),
+    );
     instance.on('response', (_client, _status, _bytes, responseTime) => {
       latencies.push(responseTime);
       if (latencies.length === requests) last = reading();
     });
   });
   last ??= reading(); // not every request was answered: up to the end
-  return { latencies, seconds: (last.at - started) / 1000, cpuMs: last.cpu - cpuBefore, ok: result['2xx'], errors: result.errors + result.non2xx + result.timeouts };
+  return {
+    latencies,
+    seconds: (last.at - started) / 1000,
+    cpuMs: last.cpu - cpuBefore,
+    ok: result['2xx'],
+    errors: result.errors + result.non2xx + result.timeouts,
+  };
 }
 
 /** A point read as the service makes it: a PK+RK query of one row, with the same columns. */
@@ -271,7 +293,12 @@ function floorRow(day: string, loanNumber: number, index: number): TableEntity {
 }
 
 /** Storage HTTP calls per request, for each batch size, through a counting proxy. */
-async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, token: string, pool: LoanPool): Promise<Map<number, { cold: number; warm: number; transactions: number }>> {
+async function countCalls(
+  azurite: Azurite,
+  hostEnv: Record<string, string>,
+  token: string,
+  pool: LoanPool,
+): Promise<Map<number, { cold: number; warm: number; transactions: number }>> {
   const proxy = await startFaultProxy(azurite.port);
   const host = await spawnDevHost({ ...hostEnv, TABLES_CONNECTION_STRING: connectionStringVia(azurite.connectionString, azurite.port, proxy.port) });
   const counts = new Map<number, { cold: number; warm: number; transactions: number }>();
@@ -280,7 +307,11 @@ async function countCalls(azurite: Azurite, hostEnv: Record<string, string>, tok
     for (const { size } of PLAN) {
       const post = async () => {
         proxy.arrivals.length = 0;
-        const response = await fetch(host.url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: ordinaryBody(pool.take(size)) });
+        const response = await fetch(host.url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: ordinaryBody(pool.take(size)),
+        });
         if (response.status !== 204) throw new Error(`bench: counting request answered ${response.status}`);
         return { calls: proxy.arrivals.length, transactions: proxy.arrivals.filter((a) => a.kind === 'commit').length };
       };
@@ -349,7 +380,14 @@ async function worstCases(env: Record<string, string>, token: string, notPartner
         latencies.push(performance.now() - start);
       }
       const cpu = cpuMs(host.pid) - cpuBefore;
-      return { name: request.name, bodyBytes, answers: [...answers].join(', '), expected: request.expected, p50: median(latencies), cpuPerRequest: cpu / count };
+      return {
+        name: request.name,
+        bodyBytes,
+        answers: [...answers].join(', '),
+        expected: request.expected,
+        p50: median(latencies),
+        cpuPerRequest: cpu / count,
+      };
     };
     for (const request of requests) await run(request, request === requests[0] ? WORST_CASE_WARMUP : 2);
     const rows: WorstCaseRow[] = [];
@@ -436,15 +474,15 @@ const FINDINGS = [
   '',
   'Hot path at batch 1 and 100 (`--cpu-prof` of the dev host, by owner and by function), cold start (`--cpu-prof` of `require`), and A/B runs of single changes:',
   '',
-  '- **Token checks.** jose verifies RS256 through WebCrypto: `verify`/`signVerify` (node:internal/crypto/webcrypto) and the algorithm normalisation in node:internal/crypto/util were about 0.2 ms of every request. A token accepted once is now remembered, under its SHA-256, while the same provider metadata and key set (no fetch since, none in flight, still fresh) hold and until it expires by jose\'s rule (`lib/verifiedTokens.ts`). A key the provider retires still stops working after the next key-set fetch (tests/integration/keyRotation.test.ts).',
-  '- **An AbortSignal on every SDK call.** `createAbortSignal`/`AbortSignal.timeout` and the listeners the SDK adds per call showed under node:internal/abort_controller; each store operation is now bounded by one timer (`bounded` in lib/store.ts), each HTTP attempt by the SDK\'s own timeout.',
-  '- **Connections.** At batch 100, `internalConnect` and 1–3 s tails: the SDK gives every client its own unbounded agent, so concurrent batches opened hundreds of connections, closed most afterwards, and bursts of new ones overflowed the listener\'s backlog (a dropped SYN costs a second). One keep-alive agent of 256 connections per account, shared by every table (`storageAgent`), keeps them; the floor is configured the same way, so both make the same calls.',
+  "- **Token checks.** jose verifies RS256 through WebCrypto: `verify`/`signVerify` (node:internal/crypto/webcrypto) and the algorithm normalisation in node:internal/crypto/util were about 0.2 ms of every request. A token accepted once is now remembered, under its SHA-256, while the same provider metadata and key set (no fetch since, none in flight, still fresh) hold and until it expires by jose's rule (`lib/verifiedTokens.ts`). A key the provider retires still stops working after the next key-set fetch (tests/integration/keyRotation.test.ts).",
+  "- **An AbortSignal on every SDK call.** `createAbortSignal`/`AbortSignal.timeout` and the listeners the SDK adds per call showed under node:internal/abort_controller; each store operation is now bounded by one timer (`bounded` in lib/store.ts), each HTTP attempt by the SDK's own timeout.",
+  "- **Connections.** At batch 100, `internalConnect` and 1–3 s tails: the SDK gives every client its own unbounded agent, so concurrent batches opened hundreds of connections, closed most afterwards, and bursts of new ones overflowed the listener's backlog (a dropped SYN costs a second). One keep-alive agent of 256 connections per account, shared by every table (`storageAgent`), keeps them; the floor is configured the same way, so both make the same calls.",
   '- **Log writes.** The dev host wrote each log line to stdout with its own system call (`writeUtf8String` under `logHandler`); it now writes what accumulated every 50 ms.',
   '- **Per-request formatting.** `Intl.DateTimeFormat#formatToParts` for the business day ran on every request; it now runs once per minute per zone, and not at all for UTC. `randomBytes` for the trace id went to the system on every request; `randomUUID` draws from a pool.',
-  '- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment\'s draw rows are deleted afterwards, so tables stay small. Unpinned, the service\'s segments put three busy processes on two cores and the dev host paid for the contention. With the load generator on Azurite\'s core, storage was slower during the service\'s segments only, and a process that waits longer between events spends more CPU per request (a CPU hog on that core moved the ratio from 1.13 to 1.33): Azurite now has a core to itself, and the measured process shares the other with the load generator (on two cores; a third core goes to the load generator). autocannon reports only at its next one-second tick: a service segment now ends at its last response, where the idle gap had understated its requests per second by up to a third and added the host\'s idle work to its CPU.',
-  '- **Cold start.** Compiling the element schema with ajv, and loading ajv\'s compiler, was about a third of the bundle\'s load time: the validator is now generated once by ajv (`npm run generate`, lib/generated/, checked by a drift test). Checking `DRAW_DAY_TIMEZONE` loaded ICU\'s time-zone data (about 15 ms): UTC, the default and what infra sets, needs none. `@azure/identity` with MSAL (270 KB) had come back into the bundle through telemetry\'s ingestion credential: both credentials now live in the separate `managedIdentity.js`, loaded on first use. The XML parser the storage SDK carries (80 KB) is loaded on first use too: this service\'s calls never get XML.',
+  "- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment's draw rows are deleted afterwards, so tables stay small. Unpinned, the service's segments put three busy processes on two cores and the dev host paid for the contention. With the load generator on Azurite's core, storage was slower during the service's segments only, and a process that waits longer between events spends more CPU per request (a CPU hog on that core moved the ratio from 1.13 to 1.33): Azurite now has a core to itself, and the measured process shares the other with the load generator (on two cores; a third core goes to the load generator). autocannon reports only at its next one-second tick: a service segment now ends at its last response, where the idle gap had understated its requests per second by up to a third and added the host's idle work to its CPU.",
+  "- **Cold start.** Compiling the element schema with ajv, and loading ajv's compiler, was about a third of the bundle's load time: the validator is now generated once by ajv (`npm run generate`, lib/generated/, checked by a drift test). Checking `DRAW_DAY_TIMEZONE` loaded ICU's time-zone data (about 15 ms): UTC, the default and what infra sets, needs none. `@azure/identity` with MSAL (270 KB) had come back into the bundle through telemetry's ingestion credential: both credentials now live in the separate `managedIdentity.js`, loaded on first use. The XML parser the storage SDK carries (80 KB) is loaded on first use too: this service's calls never get XML.",
   '',
-  'What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host\'s `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler\'s own parsing and checks are about 15 µs in all (remembered token 3 µs, `parseDrawRequests` of one element 5 µs). The ratio moves with the shared machine\'s load and with how the processes share its cores, by about ±0.15: docs/decisions.md gives eleven runs\' medians.',
+  "What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host's `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler's own parsing and checks are about 15 µs in all (remembered token 3 µs, `parseDrawRequests` of one element 5 µs). The ratio moves with the shared machine's load and with how the processes share its cores, by about ±0.15: docs/decisions.md gives eleven runs' medians.",
   '',
 ];
 
@@ -489,14 +527,23 @@ function targetLines(
   const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
   const lines = ['| target | this run | |', '|---|---|---|'];
   const rounds = [...calls].every(([size, c]) => c.warm === 2 * size + 1 && c.transactions === 1);
-  lines.push(`| 2 sequential storage rounds whatever the batch size; no partner read when cached | ${[...calls].map(([size, c]) => `batch ${size}: ${c.warm} calls, ${c.transactions} transaction`).join('; ')} | ${verdict(rounds)} |`);
+  lines.push(
+    `| 2 sequential storage rounds whatever the batch size; no partner read when cached | ${[...calls].map(([size, c]) => `batch ${size}: ${c.warm} calls, ${c.transactions} transaction`).join('; ')} | ${verdict(rounds)} |`,
+  );
   for (const size of [1, 100]) {
     const row = rows.find((r) => r.size === size);
-    if (row !== undefined) lines.push(`| p50 at batch ${size} ≤ 1.3× the floor | ${f2(row.service.latency.p50 / row.floor.latency.p50)}× | ${verdict(row.service.latency.p50 / row.floor.latency.p50 <= 1.3)} |`);
+    if (row !== undefined)
+      lines.push(
+        `| p50 at batch ${size} ≤ 1.3× the floor | ${f2(row.service.latency.p50 / row.floor.latency.p50)}× | ${verdict(row.service.latency.p50 / row.floor.latency.p50 <= 1.3)} |`,
+      );
   }
   const single = rows.find((r) => r.size === 1);
-  if (single !== undefined) lines.push(`| service CPU per single-draw request ≤ 1.25× the floor's | ${f2(single.cpuRatio)}× (median of ${ROUNDS} rounds) | ${verdict(single.cpuRatio <= 1.25)} |`);
-  for (const l of loads) lines.push(`| bundle loads in ≤ 40 % of the \`tsc\` output's time (${l.label}) | ${(l.ratio * 100).toFixed(0)} % | ${verdict(l.ratio <= 0.4)} |`);
+  if (single !== undefined)
+    lines.push(
+      `| service CPU per single-draw request ≤ 1.25× the floor's | ${f2(single.cpuRatio)}× (median of ${ROUNDS} rounds) | ${verdict(single.cpuRatio <= 1.25)} |`,
+    );
+  for (const l of loads)
+    lines.push(`| bundle loads in ≤ 40 % of the \`tsc\` output's time (${l.label}) | ${(l.ratio * 100).toFixed(0)} % | ${verdict(l.ratio <= 0.4)} |`);
   return lines;
 }
 
@@ -511,7 +558,10 @@ async function main(): Promise<void> {
     const connection = azurite.connectionString;
     const { issuer } = provider.server;
     const tokenFor = (client: string) =>
-      issuer.buildToken({ expiresIn: 3600, scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: client, sub: client, idtyp: 'app' }) });
+      issuer.buildToken({
+        expiresIn: 3600,
+        scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: client, sub: client, idtyp: 'app' }),
+      });
     const token = await tokenFor(CLIENT);
     /** A dev host's settings and a pool of fresh loans, on tables of their own. */
     const serviceSide = async (tag: string, loans: number) => {
@@ -520,7 +570,12 @@ async function main(): Promise<void> {
       await putPartner(tableClient(connection, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
       const pool = new LoanPool(tableClient(connection, tables.loansTable), tableClient(connection, tables.drawsTable));
       await pool.seed(loans);
-      const env = { AUTH_OPENID_CONFIG_URL: provider?.openIdConfigUrl as string, AUTH_AUDIENCE: AUDIENCE, TABLES_CONNECTION_STRING: connection, ...tableSettings(tables) };
+      const env = {
+        AUTH_OPENID_CONFIG_URL: provider?.openIdConfigUrl as string,
+        AUTH_AUDIENCE: AUDIENCE,
+        TABLES_CONNECTION_STRING: connection,
+        ...tableSettings(tables),
+      };
       return { env, pool };
     };
 
@@ -568,7 +623,9 @@ async function main(): Promise<void> {
         segments.service.push(await serviceRun(host));
         if (round % 2 === 1) segments.floor.push(await floorRun());
         const [f, v] = [segments.floor[round], segments.service[round]];
-        process.stdout.write(`  round ${round + 1}: CPU per request floor ${f2(f.cpuMs / f.ok)} ms (${f1(f.ok / f.seconds)}/s), service ${f2(v.cpuMs / v.ok)} ms (${f1(v.ok / v.seconds)}/s)\n`);
+        process.stdout.write(
+          `  round ${round + 1}: CPU per request floor ${f2(f.cpuMs / f.ok)} ms (${f1(f.ok / f.seconds)}/s), service ${f2(v.cpuMs / v.ok)} ms (${f1(v.ok / v.seconds)}/s)\n`,
+        );
       }
       const service = pooled(segments.service);
       const floor = pooled(segments.floor);
@@ -630,8 +687,9 @@ async function main(): Promise<void> {
       '',
       '| batch | requests per side | service req/s | service p50 / p90 / p99 ms | floor req/s | floor p50 / p90 / p99 ms | p50 ratio | errors |',
       '|---|---|---|---|---|---|---|---|',
-      ...rows.map(({ size, service: s, floor: fl }) =>
-        `| ${size} | ${s.requests} | ${f1(s.rps)} | ${f1(s.latency.p50)} / ${f1(s.latency.p90)} / ${f1(s.latency.p99)} | ${f1(fl.rps)} | ${f1(fl.latency.p50)} / ${f1(fl.latency.p90)} / ${f1(fl.latency.p99)} | **${f2(s.latency.p50 / fl.latency.p50)}×** | ${s.errors + fl.errors} |`,
+      ...rows.map(
+        ({ size, service: s, floor: fl }) =>
+          `| ${size} | ${s.requests} | ${f1(s.rps)} | ${f1(s.latency.p50)} / ${f1(s.latency.p90)} / ${f1(s.latency.p99)} | ${f1(fl.rps)} | ${f1(fl.latency.p50)} / ${f1(fl.latency.p90)} / ${f1(fl.latency.p99)} | **${f2(s.latency.p50 / fl.latency.p50)}×** | ${s.errors + fl.errors} |`,
       ),
       '',
       '## CPU per request',
@@ -662,7 +720,10 @@ async function main(): Promise<void> {
       '',
       '| storage settings | `tsc` output ms | bundle ms | ratio | `tsc` output peak RSS MB | bundle peak RSS MB |',
       '|---|---|---|---|---|---|',
-      ...loads.map((l) => `| ${l.label} | ${f1(l.unbundled.ms)} | ${f1(l.bundled.ms)} | **${f2(l.bundled.ms / l.unbundled.ms)}×** | ${f1(l.unbundled.peakRssMb)} | ${f1(l.bundled.peakRssMb)} |`),
+      ...loads.map(
+        (l) =>
+          `| ${l.label} | ${f1(l.unbundled.ms)} | ${f1(l.bundled.ms)} | **${f2(l.bundled.ms / l.unbundled.ms)}×** | ${f1(l.unbundled.peakRssMb)} | ${f1(l.bundled.peakRssMb)} |`,
+      ),
       '',
       ...worstCaseSection(worstRows),
       ...rows.flatMap(({ size, profile }) => (profile === undefined ? [] : profileSection(size, profile))),

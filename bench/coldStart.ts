@@ -30,7 +30,8 @@ export interface ModuleLoad {
 
 /** Loads an entry module in a fresh process with only `env`: how long `require` took, and the RSS after. */
 export function loadModule(env: Record<string, string>, entry = MAIN): ModuleLoad {
-  const probe = `const t=performance.now();require(${JSON.stringify(entry)});const ms=performance.now()-t;` +
+  const probe =
+    `const t=performance.now();require(${JSON.stringify(entry)});const ms=performance.now()-t;` +
     'console.log(JSON.stringify({ms, rssMb: process.memoryUsage().rss/1048576, peakRssMb: process.resourceUsage().maxRSS/1024}));process.exit(0)';
   const out = spawnSync(process.execPath, ['-e', probe], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
   const line = out.stdout.trim().split('\n').pop() ?? '';
@@ -93,7 +94,8 @@ async function main(): Promise<void> {
 
   const f = (x: number) => x.toFixed(0);
   rows.push('| | without telemetry | with telemetry | difference |', '|---|---|---|---|');
-  const row = (label: string, off: number, on: number, unit = 'ms') => rows.push(`| ${label} | ${f(off)} ${unit} | ${f(on)} ${unit} | +${f(on - off)} ${unit} |`);
+  const row = (label: string, off: number, on: number, unit = 'ms') =>
+    rows.push(`| ${label} | ${f(off)} ${unit} | ${f(on)} ${unit} | +${f(on - off)} ${unit} |`);
   row('load `dist/functions/main.js`', median(loads.off.map((x) => x.ms)), median(loads.on.map((x) => x.ms)));
   row('RSS after loading', median(loads.off.map((x) => x.rssMb)), median(loads.on.map((x) => x.rssMb)), 'MB');
   row('dev host: start to listening', median(first.off.map((x) => x.startMs)), median(first.on.map((x) => x.startMs)));

@@ -114,8 +114,8 @@ interface Answer {
   readonly status: number;
   readonly requestId?: string;
   readonly headers: Headers;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly body?: any;
+
+  readonly body?: { readonly errors?: unknown };
   readonly text: string;
 }
 
@@ -154,7 +154,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let azurite: Azurite | undefined;
   let provider: OidcProvider | undefined;
   let host: DevHostProcess | undefined;
-  let devHostExitCode: number | null = null;
+  let devHostExitCode: number | null;
   try {
     // Storage and identity of our own, the tables, the partners, and loans of another partner.
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
@@ -169,7 +169,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     let loanCounter = 10_000_000;
     const nextLoan = () => ++loanCounter;
     const foreignLoans = Array.from({ length: FOREIGN_LOANS }, () => nextLoan());
-    await Promise.all(foreignLoans.map((n) => putLoan(loans, { loanNumber: n, partnerId: OTHER_PARTNER, availableCredit: CREDIT, fundingInvestorId: INVESTOR })));
+    await Promise.all(
+      foreignLoans.map((n) => putLoan(loans, { loanNumber: n, partnerId: OTHER_PARTNER, availableCredit: CREDIT, fundingInvestorId: INVESTOR })),
+    );
     log(`azurite on port ${azurite.port}, provider ${provider.issuer}`);
 
     // Tokens are minted once: signing is the client's cost, not the service's.
@@ -190,23 +192,29 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       garbage: 'not-a-jwt',
       wrongAudience: await token({ aud: 'api://someone-else' }),
       unregisteredClient: await token({ sub: UNKNOWN_CLIENT, azp: UNKNOWN_CLIENT }),
-      tampered: good.split('.').map((part, i) => (i === 1 ? tamperedPayload : part)).join('.'),
+      tampered: good
+        .split('.')
+        .map((part, i) => (i === 1 ? tamperedPayload : part))
+        .join('.'),
       none: null,
     };
 
-    host = await spawnDevHost({
-      TABLES_CONNECTION_STRING: connection,
-      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
-      AUTH_AUDIENCE: AUDIENCE,
-      ...tableSettings(TABLES),
-      ...options.devHostEnv,
-    }, entry);
+    host = await spawnDevHost(
+      {
+        TABLES_CONNECTION_STRING: connection,
+        AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+        AUTH_AUDIENCE: AUDIENCE,
+        ...tableSettings(TABLES),
+        ...options.devHostEnv,
+      },
+      entry,
+    );
     const url = host.url;
     log(`dev host pid ${host.pid} listening on ${url}; RSS ${round(rssMb(host.pid))} MB`);
 
     // What was asked and answered.
     const statuses: Record<string, number> = {};
-    const byKind = Object.fromEntries(KINDS.map((k) => [k, { requests: 0, statuses: {} as Record<string, number> }])) as SoakReport['byKind'];
+    const byKind = Object.fromEntries(KINDS.map((k) => [k, { requests: 0, statuses: {} }])) as SoakReport['byKind'];
     const latencies: number[] = [];
     const timeline: Array<[number, number]> = []; // [ms since traffic start, latency]
     const requestIds = new Map<string, Kind>();
@@ -225,9 +233,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       try {
         const response = await fetch(url, { method: 'POST', headers: all, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
         const text = await response.text();
-        let parsed: unknown;
+        let parsed: Answer['body'];
         try {
-          parsed = text === '' ? undefined : JSON.parse(text);
+          parsed = text === '' ? undefined : (JSON.parse(text) as Answer['body']);
         } catch {
           parsed = undefined;
         }
@@ -245,7 +253,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       k.statuses[answer.status] = (k.statuses[answer.status] ?? 0) + 1;
       if (answer.status === 0 || answer.status === 500 || answer.status === 502) violation(describe(kind, answer));
       else if (answer.requestId === undefined) violation(`${kind}: ${answer.status} without X-Request-Id`);
-      else if (requestIds.has(answer.requestId)) violation(`${kind}: X-Request-Id ${answer.requestId} already answered a ${requestIds.get(answer.requestId)} request`);
+      else if (requestIds.has(answer.requestId))
+        violation(`${kind}: X-Request-Id ${answer.requestId} already answered a ${requestIds.get(answer.requestId)} request`);
       else requestIds.set(answer.requestId, kind);
       return answer;
     }
@@ -254,7 +263,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     function expectAccepted(kind: Kind, answer: Answer, replay: boolean): boolean {
       const marked = answer.headers.get('idempotent-replay');
       if (answer.status !== 204 || answer.text !== '' || (replay ? marked !== 'true' : marked !== null)) {
-        if (answer.status !== 0 && answer.status !== 500 && answer.status !== 502) violation(`expected 204${replay ? ' with Idempotent-Replay: true' : ''}; ${describe(kind, answer)} (replay header ${marked})`);
+        if (answer.status !== 0 && answer.status !== 500 && answer.status !== 502)
+          violation(`expected 204${replay ? ' with Idempotent-Replay: true' : ''}; ${describe(kind, answer)} (replay header ${marked})`);
         return false;
       }
       return true;
@@ -333,7 +343,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           if (name === 'fresh') return;
           // (b) The same batch again, without a key: every element already drawn today.
           const again = await post('repeat', body, {}, good);
-          expect400('repeat', again, elements.map((_, index) => ({ index, code: 'PendingTransactionRequest' })));
+          expect400(
+            'repeat',
+            again,
+            elements.map((_, index) => ({ index, code: 'PendingTransactionRequest' })),
+          );
           return;
         }
         case 'keyed': {
@@ -356,9 +370,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           const [loanNumber] = needsLoan ? await freshLoans(1) : [nextLoan()];
           refused([loanNumber]);
           const requestor = `soak.client${worker}@partner.example`;
-          const cases: Record<(typeof INVALID_VARIANTS)[number], { body: string; headers?: Record<string, string>; errors: Array<{ index?: number; code: string }> }> = {
+          const cases: Record<
+            (typeof INVALID_VARIANTS)[number],
+            { body: string; headers?: Record<string, string>; errors: Array<{ index?: number; code: string }> }
+          > = {
             notJson: { body: `[{"loanNumber": ${loanNumber}, "requestor": "${requestor}", "amount": 10`, errors: [{ code: 'InvalidRequest' }] },
-            wrongContentType: { body: JSON.stringify([{ loanNumber, requestor, amount: 10 }]), headers: { 'content-type': 'text/plain' }, errors: [{ code: 'InvalidRequest' }] },
+            wrongContentType: {
+              body: JSON.stringify([{ loanNumber, requestor, amount: 10 }]),
+              headers: { 'content-type': 'text/plain' },
+              errors: [{ code: 'InvalidRequest' }],
+            },
             subCentAmount: { body: JSON.stringify([{ loanNumber, requestor, amount: 0.001 }]), errors: [{ index: 0, code: 'InvalidAmount' }] },
             missingRequestor: { body: JSON.stringify([{ loanNumber, amount: 10 }]), errors: [{ index: 0, code: 'InvalidRequest' }] },
             unknownLoan: { body: JSON.stringify([{ loanNumber, requestor, amount: 10 }]), errors: [{ index: 0, code: 'InvalidLoanNumber' }] },
@@ -372,7 +393,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           // (e) One loan of another partner among fresh loans of ours: the whole batch is refused.
           const own = elementsFor(await freshLoans(size - 1), random, worker);
           const foreignAt = Math.floor(random() * size);
-          const foreign: Element = { loanNumber: foreignLoans[Math.floor(random() * foreignLoans.length)], amount: 10, requestor: `soak.client${worker}@partner.example` };
+          const foreign: Element = {
+            loanNumber: foreignLoans[Math.floor(random() * foreignLoans.length)],
+            amount: 10,
+            requestor: `soak.client${worker}@partner.example`,
+          };
           const elements = [...own.slice(0, foreignAt), foreign, ...own.slice(foreignAt)];
           refused(elements.map((e) => e.loanNumber));
           expect400('foreign', await post('foreign', spell(elements, random), {}, good), [{ index: foreignAt, code: 'InvalidAuthorization' }]);
@@ -383,7 +408,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           const variant = TOKEN_VARIANTS[Math.floor(random() * TOKEN_VARIANTS.length)];
           const [loanNumber] = await freshLoans(1);
           refused([loanNumber]);
-          expect401('unauthorized', await post('unauthorized', JSON.stringify([{ loanNumber, requestor: 'x@partner.example', amount: 10 }]), {}, badTokens[variant]));
+          expect401(
+            'unauthorized',
+            await post('unauthorized', JSON.stringify([{ loanNumber, requestor: 'x@partner.example', amount: 10 }]), {}, badTokens[variant]),
+          );
           return;
         }
       }
@@ -429,7 +457,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const rssEnd = rssMb(host.pid);
     if (rssEnd > rssPeak) rssPeak = rssEnd;
     const dayAtEnd = new Date().toISOString().slice(0, 10);
-    if (dayAtEnd !== dayAtStart) notes.push(`the UTC day changed during the soak (${dayAtStart} → ${dayAtEnd}): a repeat across midnight is accepted, not Pending`);
+    if (dayAtEnd !== dayAtStart)
+      notes.push(`the UTC day changed during the soak (${dayAtStart} → ${dayAtEnd}): a repeat across midnight is accepted, not Pending`);
 
     // The dev host is done (stopped, its last log lines written); its log says whether it logged any error.
     devHostExitCode = await host.stop();
@@ -467,10 +496,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         IdempotencyKey: want.key,
       };
       const wrong = Object.entries(expected).filter(([name, value]) => row[name] !== value);
-      if (wrong.length > 0) violation(`row of loan ${loan}: ${wrong.map(([name, value]) => `${name} ${JSON.stringify(row[name])} instead of ${JSON.stringify(value)}`).join(', ')}`);
+      if (wrong.length > 0)
+        violation(
+          `row of loan ${loan}: ${wrong.map(([name, value]) => `${name} ${JSON.stringify(row[name])} instead of ${JSON.stringify(value)}`).join(', ')}`,
+        );
     }
     for (const [loan, found] of rowsByLoan) {
-      if (!accepted.has(loan)) violation(`loan ${loan} has ${found.length} row(s) (request ${found[0].RequestId}) but was never accepted${rejectedLoans.has(loan) ? ' (only refused)' : ''}`);
+      if (!accepted.has(loan))
+        violation(
+          `loan ${loan} has ${found.length} row(s) (request ${String(found[0].RequestId)}) but was never accepted${rejectedLoans.has(loan) ? ' (only refused)' : ''}`,
+        );
     }
     if (rows.length !== accepted.size) violation(`${rows.length} draw rows for ${accepted.size} accepted draws`);
 
@@ -479,7 +514,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const [key, requestId] of keyedBatches) {
       const record = recordsByKey.get(key);
       if (record === undefined) violation(`no Idempotency-Key record for ${key}`);
-      else if (record.RequestId !== requestId) violation(`Idempotency-Key ${key} recorded request ${record.RequestId}, not ${requestId}`);
+      else if (record.RequestId !== requestId) violation(`Idempotency-Key ${key} recorded request ${String(record.RequestId)}, not ${requestId}`);
     }
     if (keyRows.length !== keyedBatches.size) violation(`${keyRows.length} Idempotency-Key records for ${keyedBatches.size} keyed batches`);
 
@@ -492,7 +527,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const windowCount = Math.max(1, Math.floor(elapsedMs / WINDOW_MS)); // the last one takes the remainder
     for (let i = 0; i < windowCount; i += 1) {
       const [from, to] = [i * WINDOW_MS, i === windowCount - 1 ? Infinity : (i + 1) * WINDOW_MS];
-      const inWindow = timeline.filter(([at]) => at >= from && at < to).map(([, took]) => took).sort((a, b) => a - b);
+      const inWindow = timeline
+        .filter(([at]) => at >= from && at < to)
+        .map(([, took]) => took)
+        .sort((a, b) => a - b);
       windows.push({ fromS: from / 1000, requests: inWindow.length, p50Ms: round(percentile(inWindow, 50)) });
     }
     return {
@@ -504,7 +542,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       requestsPerSecond: round(requests / (elapsedMs / 1000)),
       statuses,
       byKind,
-      latencyMs: { p50: round(percentile(sorted, 50)), p95: round(percentile(sorted, 95)), p99: round(percentile(sorted, 99)), max: round(sorted[sorted.length - 1] ?? 0) },
+      latencyMs: {
+        p50: round(percentile(sorted, 50)),
+        p95: round(percentile(sorted, 95)),
+        p99: round(percentile(sorted, 99)),
+        max: round(sorted[sorted.length - 1] ?? 0),
+      },
       windows,
       acceptedDraws: accepted.size,
       rejectedOnlyLoans: rejectedLoans.size,

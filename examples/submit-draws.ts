@@ -137,7 +137,8 @@ export function drawsFromCsv(text: string): CsvDrawRequest[] {
     position.set(column, index);
   });
   const missing = CSV_COLUMNS.filter((c) => !position.has(c));
-  if (missing.length > 0) throw new DrawFileError(`line ${header.line}: the header row must name loanNumber, requestor and amount (missing: ${missing.join(', ')})`);
+  if (missing.length > 0)
+    throw new DrawFileError(`line ${header.line}: the header row must name loanNumber, requestor and amount (missing: ${missing.join(', ')})`);
   if (rows.length === 0) throw new DrawFileError('no draw requests: the file has a header row only');
   return rows.map(({ line, fields }) => {
     if (fields.length !== header.fields.length) {
@@ -145,7 +146,10 @@ export function drawsFromCsv(text: string): CsvDrawRequest[] {
     }
     const field = (column: (typeof CSV_COLUMNS)[number]) => fields[position.get(column) as number];
     const amount = field('amount').trim();
-    if (!DECIMAL.test(amount)) throw new DrawFileError(`line ${line}: amount ${JSON.stringify(field('amount'))} is not a number (write dollars like 250.00, no currency sign or thousands separator)`);
+    if (!DECIMAL.test(amount))
+      throw new DrawFileError(
+        `line ${line}: amount ${JSON.stringify(field('amount'))} is not a number (write dollars like 250.00, no currency sign or thousands separator)`,
+      );
     return { loanNumber: field('loanNumber').trim(), requestor: field('requestor'), amount: Number(amount) };
   });
 }
@@ -268,8 +272,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ClientCo
     (tenant === undefined ? embeddedTokenUrl(baseUrl) : `https://login.microsoftonline.com/${encodeURIComponent(tenant)}/oauth2/v2.0/token`);
   if (tokenUrl === undefined) {
     throw new ConfigurationError(
-      'DRAWS_TOKEN_URL is not set. Against Entra ID, set DRAWS_TENANT_ID or ' +
-        'DRAWS_TOKEN_URL=https://login.microsoftonline.com/<tenant>/oauth2/v2.0/token.',
+      'DRAWS_TOKEN_URL is not set. Against Entra ID, set DRAWS_TENANT_ID or ' + 'DRAWS_TOKEN_URL=https://login.microsoftonline.com/<tenant>/oauth2/v2.0/token.',
     );
   }
   const token = httpUrl('DRAWS_TOKEN_URL', tokenUrl);
@@ -277,7 +280,8 @@ export function configFromEnv(env: Record<string, string | undefined>): ClientCo
   if (clientSecret === undefined) throw new ConfigurationError('DRAWS_CLIENT_SECRET is not set (required for a token endpoint other than this machine)');
   const timeoutText = get('DRAWS_TIMEOUT_SECONDS');
   const timeoutSeconds = timeoutText === undefined ? DEFAULTS.timeoutSeconds : Number(timeoutText);
-  if (!(timeoutSeconds > 0 && timeoutSeconds <= 600)) throw new ConfigurationError(`DRAWS_TIMEOUT_SECONDS must be a number of seconds from 1 to 600 (got "${timeoutText}")`);
+  if (!(timeoutSeconds > 0 && timeoutSeconds <= 600))
+    throw new ConfigurationError(`DRAWS_TIMEOUT_SECONDS must be a number of seconds from 1 to 600 (got "${timeoutText}")`);
   return {
     baseUrl,
     tokenUrl,
@@ -423,7 +427,10 @@ async function fetchToken(config: ClientConfig, log: (line: string) => void): Pr
     const body = parseJson(text);
     if (!response.ok) {
       // OAuth errors (RFC 6749 §5.2) name the problem, e.g. invalid_client; they never hold the secret.
-      const oauth = isRecord(body) && typeof body.error === 'string' ? `: ${body.error}${typeof body.error_description === 'string' ? ` (${body.error_description.split('\n')[0]})` : ''}` : '';
+      const oauth =
+        isRecord(body) && typeof body.error === 'string'
+          ? `: ${body.error}${typeof body.error_description === 'string' ? ` (${body.error_description.split('\n')[0]})` : ''}`
+          : '';
       throw new TokenError(`token endpoint ${config.tokenUrl} answered ${response.status} ${response.statusText}${oauth}`);
     }
     if (!isRecord(body) || typeof body.access_token !== 'string' || body.access_token === '') {
@@ -446,7 +453,7 @@ function cell(value: unknown, money = false): string {
   if (value === undefined) text = '-';
   else if (typeof value === 'number') text = money && /^-?\d+(\.\d{1,2})?$/.test(String(value)) ? value.toFixed(2) : String(value);
   else if (typeof value === 'string' && /^[!-~]+$/.test(value) && !value.includes('"')) text = value;
-  else text = JSON.stringify(value) ?? String(value);
+  else text = JSON.stringify(value) ?? typeof value; // a function or a symbol has no JSON
   return text.length > 24 ? `${text.slice(0, 23)}…` : text;
 }
 
@@ -454,7 +461,11 @@ function describeError(e: ProblemError): string {
   return `${e.error}: ${e.detail}`;
 }
 
-function buildElements(draws: readonly unknown[], status: ElementStatus | ((index: number) => ElementStatus), errors: readonly ProblemError[] = []): ElementOutcome[] {
+function buildElements(
+  draws: readonly unknown[],
+  status: ElementStatus | ((index: number) => ElementStatus),
+  errors: readonly ProblemError[] = [],
+): ElementOutcome[] {
   return draws.map((draw, index) => {
     const own = errors.filter((e) => e.index === index);
     const state = own.length > 0 ? 'rejected' : typeof status === 'function' ? status(index) : status;
@@ -467,7 +478,14 @@ function buildElements(draws: readonly unknown[], status: ElementStatus | ((inde
             ? own.map(describeError).join('; ')
             : 'not submitted';
     const sent = fieldOf(draw, 'loanNumber');
-    return { index, loanNumber: cell(sent ?? own.find((e) => e.loanNumber !== undefined)?.loanNumber), amount: cell(fieldOf(draw, 'amount'), true), status: state, errors: own, result };
+    return {
+      index,
+      loanNumber: cell(sent ?? own.find((e) => e.loanNumber !== undefined)?.loanNumber),
+      amount: cell(fieldOf(draw, 'amount'), true),
+      status: state,
+      errors: own,
+      result,
+    };
   });
 }
 
@@ -529,7 +547,12 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Idempotency-Key': idempotencyKey, Accept: 'application/json, application/problem+json' },
+        headers: {
+          Authorization: `Bearer ${token}`,
+          'Content-Type': 'application/json',
+          'Idempotency-Key': idempotencyKey,
+          Accept: 'application/json, application/problem+json',
+        },
         body: options.batch.body,
         signal: AbortSignal.timeout(options.timeoutMs),
       });
@@ -537,7 +560,10 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
     } catch (error) {
       const retryIn = options.retryDelaysMs[transient++];
       const reason = describeNetworkError(error);
-      if (retryIn === undefined) return failed(`no answer after ${attempts} attempt${attempts === 1 ? '' : 's'} (${reason}); send the same file again with --idempotency-key ${idempotencyKey} to learn whether it was recorded`);
+      if (retryIn === undefined)
+        return failed(
+          `no answer after ${attempts} attempt${attempts === 1 ? '' : 's'} (${reason}); send the same file again with --idempotency-key ${idempotencyKey} to learn whether it was recorded`,
+        );
       log(`attempt ${attempts}: ${reason}; retrying in ${retryIn / 1000} s with the same Idempotency-Key`);
       await sleep(retryIn);
       continue;
@@ -559,19 +585,42 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
     if (RETRYABLE_STATUSES.has(status)) {
       const retryIn = options.retryDelaysMs[transient++];
       if (retryIn !== undefined) {
-        log(`attempt ${attempts}: ${status} ${response.statusText} (X-Request-Id ${requestId ?? '-'}); retrying in ${retryIn / 1000} s with the same Idempotency-Key`);
+        log(
+          `attempt ${attempts}: ${status} ${response.statusText} (X-Request-Id ${requestId ?? '-'}); retrying in ${retryIn / 1000} s with the same Idempotency-Key`,
+        );
         await sleep(retryIn);
         continue;
       }
     }
     if (status === 204) {
       const replay = response.headers.get('idempotent-replay')?.trim().toLowerCase() === 'true';
-      return { ...base, outcome: 'accepted', exitCode: 0, status, requestId, replay, attempts, tokensFetched, elements: buildElements(draws, replay ? 'replayed' : 'accepted') };
+      return {
+        ...base,
+        outcome: 'accepted',
+        exitCode: 0,
+        status,
+        requestId,
+        replay,
+        attempts,
+        tokensFetched,
+        elements: buildElements(draws, replay ? 'replayed' : 'accepted'),
+      };
     }
     if (status === 400) {
       const errors = problem?.errors ?? [];
       const requestErrors = errors.filter((e) => e.index === undefined || !Number.isInteger(e.index) || e.index < 0 || e.index >= draws.length);
-      return { ...base, outcome: 'rejected', exitCode: 1, status, requestId, attempts, tokensFetched, problem, requestErrors, elements: buildElements(draws, 'not submitted', errors) };
+      return {
+        ...base,
+        outcome: 'rejected',
+        exitCode: 1,
+        status,
+        requestId,
+        attempts,
+        tokensFetched,
+        problem,
+        requestErrors,
+        elements: buildElements(draws, 'not submitted', errors),
+      };
     }
     const advice =
       status === 401
@@ -601,7 +650,10 @@ export function formatOutcome(result: SubmitResult, batch?: Pick<DrawBatch, 'sou
   const count = result.elements.length;
   lines.push(`POST ${result.url}: ${count} draw request${count === 1 ? '' : 's'}${batch ? ` from ${batch.source}` : ''}`);
   lines.push(`Idempotency-Key: ${result.idempotencyKey}`);
-  const answer = result.status === undefined ? 'no answer' : `HTTP ${result.status}${result.problem?.title ? ` ${result.problem.title}` : result.status === 204 ? ' No Content' : ''}`;
+  const answer =
+    result.status === undefined
+      ? 'no answer'
+      : `HTTP ${result.status}${result.problem?.title ? ` ${result.problem.title}` : result.status === 204 ? ' No Content' : ''}`;
   lines.push(`${answer}${result.replay ? ' (Idempotent-Replay: true)' : ''}   X-Request-Id: ${result.requestId ?? '-'}   attempts: ${result.attempts}`);
   lines.push('');
   if (count > 0) {
@@ -681,7 +733,8 @@ export async function main(argv: readonly string[], env: Record<string, string |
     if (args.file === undefined) throw new ConfigurationError('name a .json or .csv file of draw requests');
     const config = configFromEnv(env);
     const idempotencyKey = args.idempotencyKey ?? (env.DRAWS_IDEMPOTENCY_KEY?.trim() || undefined);
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) throw new ConfigurationError('the Idempotency-Key must be 1 to 128 visible ASCII characters (no spaces)');
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey))
+      throw new ConfigurationError('the Idempotency-Key must be 1 to 128 visible ASCII characters (no spaces)');
     const batch = await parseDrawFile(args.file);
     io.err(`Token: client ${config.clientId} at ${config.tokenUrl} (scope ${config.scope})`);
     const result = await submitDraws({ ...config, batch, idempotencyKey, log: (line) => io.err(line) });

@@ -73,13 +73,14 @@ export type AuthFailure =
   | { readonly kind: 'unauthorized'; readonly code: UnauthorizedCode; readonly tokenSent: boolean; readonly claim?: string }
   | { readonly kind: 'dependency'; readonly code: IdentityProviderFailureCode };
 
-export type TokenResult =
-  | { readonly ok: true; readonly clientId: string; readonly claims: JWTPayload }
-  | { readonly ok: false; readonly failure: AuthFailure };
+export type TokenResult = { readonly ok: true; readonly clientId: string; readonly claims: JWTPayload } | { readonly ok: false; readonly failure: AuthFailure };
 
 /** Thrown inside the key resolver so jose's own failures stay distinguishable from the provider's. */
 class IdentityProviderUnavailable extends Error {
-  constructor(readonly code: IdentityProviderFailureCode, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: IdentityProviderFailureCode,
+    options?: { cause?: unknown },
+  ) {
     super(code, options);
     this.name = 'IdentityProviderUnavailable';
   }
@@ -226,8 +227,7 @@ export class Authenticator {
       throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
     }
     const issuers =
-      this.config.allowedIssuers ??
-      (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
+      this.config.allowedIssuers ?? (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
     const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now);
     const verifyOptions: JWTVerifyOptions = {
       issuer: [...issuers],

@@ -74,9 +74,7 @@ export interface Config {
 export const MAX_BATCH_SIZE_LIMIT = 100; // one entity-group transaction holds at most 100 rows
 
 /** Asymmetric algorithms only: a shared-secret (HS*) or `none` algorithm must never be accepted. */
-const ALLOWED_ALGORITHMS = new Set([
-  'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA',
-]);
+const ALLOWED_ALGORITHMS = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TABLE_NAME = /^[A-Za-z][A-Za-z0-9]{2,62}$/;
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -126,7 +124,10 @@ function tableEndpointOf(connectionString: string): URL | undefined {
 
 function list(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
-  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   return items.length > 0 ? items : undefined;
 }
 
@@ -164,7 +165,7 @@ export function loadConfig(env: Settings = process.env): Config {
   // GUIDs are compared exactly (tid) and built into the issuer URL, and Entra writes them in lower case.
   const tenantId = get('AUTH_TENANT_ID')?.toLowerCase();
   if (tenantId !== undefined && !GUID.test(tenantId)) {
-    problems.push('AUTH_TENANT_ID must be the tenant id, a GUID (it is compared with the token\'s tid)');
+    problems.push("AUTH_TENANT_ID must be the tenant id, a GUID (it is compared with the token's tid)");
   }
   const authorityHost = url('AUTH_AUTHORITY_HOST', get('AUTH_AUTHORITY_HOST') ?? 'https://login.microsoftonline.com', true);
   let openIdConfigUrl = url('AUTH_OPENID_CONFIG_URL', get('AUTH_OPENID_CONFIG_URL'), true);
@@ -238,7 +239,9 @@ export function loadConfig(env: Settings = process.env): Config {
     drawDayTimeZone,
     maxBatchSize,
     telemetry:
-      appInsights === undefined ? undefined : { connectionString: appInsights, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) },
+      appInsights === undefined
+        ? undefined
+        : { connectionString: appInsights, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) },
   };
 }
 

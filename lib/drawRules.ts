@@ -13,9 +13,7 @@ export interface Loan {
   readonly fundingInvestorId?: string;
 }
 
-export type RulesVerdict =
-  | { readonly accepted: true }
-  | { readonly accepted: false; readonly errors: readonly ElementError[] };
+export type RulesVerdict = { readonly accepted: true } | { readonly accepted: false; readonly errors: readonly ElementError[] };
 
 /**
  * Credit in whole cents, rounded down: a fraction of a cent is not credit. The product is first

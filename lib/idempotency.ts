@@ -17,15 +17,14 @@ export const IDEMPOTENT_REPLAY_HEADER = 'Idempotent-Replay';
 /** 1–128 visible ASCII characters (no space, no control characters). */
 const KEY_FORM = /^[\x21-\x7E]{1,128}$/;
 
-export type KeyResult =
-  | { readonly ok: true; readonly key?: string }
-  | { readonly ok: false; readonly error: ElementError; readonly key?: undefined };
+export type KeyResult = { readonly ok: true; readonly key?: string } | { readonly ok: false; readonly error: ElementError; readonly key?: undefined };
 
 /** Absent header: no key. Present but malformed (empty too): a request-level Invalid Request. */
 export function readIdempotencyKey(headers: { get(name: string): string | null }): KeyResult {
   const value = headers.get(IDEMPOTENCY_KEY_HEADER);
   if (value === null) return { ok: true };
-  if (value.length > LIMITS.idempotencyKeyLength || !KEY_FORM.test(value)) return { ok: false, error: { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyForm } };
+  if (value.length > LIMITS.idempotencyKeyLength || !KEY_FORM.test(value))
+    return { ok: false, error: { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyForm } };
   return { ok: true, key: value };
 }
 
@@ -44,7 +43,9 @@ export function batchHash(requests: readonly Pick<DrawRequest, 'loanNumber' | 'a
  * and two partners may pick the same key.
  */
 export function keyRecordId(partnerId: string, key: string): string {
-  return createHash('sha256').update(JSON.stringify([partnerId, key])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([partnerId, key]))
+    .digest('hex');
 }
 
 /** What a today's draw row says about the request that wrote it. */

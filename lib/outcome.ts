@@ -100,7 +100,11 @@ export class InvocationOutcome {
   }
 
   dataQuality(issue: DataQualityIssue, properties: Record<string, string>): void {
-    this.context.warn(`Data quality: ${issue} ${Object.entries(properties).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    this.context.warn(
+      `Data quality: ${issue} ${Object.entries(properties)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
     this.telemetry.dataQuality(issue, { requestId: this.requestId, ...properties });
   }
 

@@ -72,8 +72,7 @@ interface ElementText {
  * elements holding them, or `root` for the body itself.
  */
 type Scan =
-  | { readonly tooDeep: true }
-  | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText>; readonly crowded: ReadonlySet<number | 'root'> };
+  { readonly tooDeep: true } | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText>; readonly crowded: ReadonlySet<number | 'root'> };
 
 /**
  * One flat pass over the JSON text, before it is parsed: stops at the nesting limit, and reads the

@@ -60,9 +60,7 @@ export interface CommitContext {
 }
 
 export type CommitResult =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly conflictIndex: number }
-  | { readonly ok: false; readonly failure: StorageFailure };
+  { readonly ok: true } | { readonly ok: false; readonly conflictIndex: number } | { readonly ok: false; readonly failure: StorageFailure };
 
 /**
  * Time bounds: a dead or slow storage account answers 502 within seconds, not minutes, and the calls
@@ -231,7 +229,8 @@ export class TableStore {
     const retrying = { retryOptions: { maxRetries: 2, retryDelayInMs: 100, maxRetryDelayInMs: 500 } };
     // A transaction is not idempotent: a retry after a lost answer would report our own rows as a conflict.
     const once = { retryOptions: { maxRetries: 0 } };
-    const account = config.connectionString === undefined ? (config.endpoint as string) : TableClient.fromConnectionString(config.connectionString, 'probe').url;
+    const account =
+      config.connectionString === undefined ? (config.endpoint as string) : TableClient.fromConnectionString(config.connectionString, 'probe').url;
     const agent = storageAgent(account);
     const client = (table: string, options: object): TableClient => {
       if (config.connectionString !== undefined) {
@@ -337,7 +336,14 @@ export class TableStore {
    */
   async recordKey(day: string, batch: KeyedBatch, requestId: string): Promise<StoreResult<void>> {
     return this.guard('recordKey', this.timeouts.commitMs, async (signal) => {
-      const entity = { partitionKey: day, rowKey: keyRecordId(batch.partnerId, batch.key), PartnerId: batch.partnerId, IdempotencyKey: batch.key, BatchHash: batch.hash, RequestId: requestId };
+      const entity = {
+        partitionKey: day,
+        rowKey: keyRecordId(batch.partnerId, batch.key),
+        PartnerId: batch.partnerId,
+        IdempotencyKey: batch.key,
+        BatchHash: batch.hash,
+        RequestId: requestId,
+      };
       try {
         await this.keys.createEntity(entity, this.attempt(signal));
       } catch (error) {

@@ -157,7 +157,16 @@ export function tracedFetch(dependency: string): typeof fetch {
     const tracer = trace.getTracer('draw-request-service');
     return tracer.startActiveSpan(
       `GET ${url.pathname}`,
-      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'GET', 'url.full': url.href, 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)), 'peer.service': dependency } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'GET',
+          'url.full': url.href,
+          'server.address': url.hostname,
+          'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+          'peer.service': dependency,
+        },
+      },
       async (span) => {
         try {
           const response = await fetch(input, init);

@@ -61,7 +61,11 @@ export async function bundle(): Promise<void> {
   };
   await build({ ...common, entryPoints: [join(ROOT, 'functions', 'main.ts')], outfile: BUNDLE, plugins: [managedIdentityApart, xmlOnFirstUse] });
   await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') });
-  await build({ ...common, stdin: { contents: "module.exports = require('@azure/core-xml');", resolveDir: ROOT, loader: 'js' }, outfile: join(dirname(BUNDLE), 'coreXml.js') });
+  await build({
+    ...common,
+    stdin: { contents: "module.exports = require('@azure/core-xml');", resolveDir: ROOT, loader: 'js' },
+    outfile: join(dirname(BUNDLE), 'coreXml.js'),
+  });
 }
 
 if (require.main === module) {

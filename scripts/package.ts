@@ -170,7 +170,9 @@ export function planPackage(root: string): PackagePlan {
 
   // The bundle, never older than any source it was built from.
   const newestSource = Math.max(
-    ...CODE_FOLDERS.flatMap((folder) => filesUnder(join(root, folder), (name, isDirectory) => !isDirectory && !name.endsWith('.ts')).map((f) => statSync(f).mtimeMs)),
+    ...CODE_FOLDERS.flatMap((folder) =>
+      filesUnder(join(root, folder), (name, isDirectory) => !isDirectory && !name.endsWith('.ts')).map((f) => statSync(f).mtimeMs),
+    ),
   );
   for (const code of PACKAGED_CODE) {
     const file = join(root, code);
@@ -184,7 +186,9 @@ export function planPackage(root: string): PackagePlan {
   }
 
   // Production packages: what the bundle leaves outside it, and their dependencies, as installed.
-  const devPackages = Object.entries(lock.packages).filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true).map(([path]) => path);
+  const devPackages = Object.entries(lock.packages)
+    .filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true)
+    .map(([path]) => path);
   const packages: string[] = [];
   for (const path of dependencyClosure(lock, Object.keys(productionManifest(manifest).dependencies), problems)) {
     const entry = lock.packages[path];
@@ -346,7 +350,11 @@ export function packageDirsOf(path: string): string[] {
   return dirs;
 }
 
-const packageName = (specifier: string): string => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageName = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 /** The problems of a package, from its entries and the texts of host.json, package.json and the code. */
 export function checkPackage(entries: readonly ZipEntry[], texts: ReadonlyMap<string, string>, devPackages: readonly string[], zipBytes: number): string[] {
@@ -391,7 +399,8 @@ export function checkPackage(entries: readonly ZipEntry[], texts: ReadonlyMap<st
     for (const specifier of requiredSpecifiers(code)) {
       if (specifier.startsWith('.')) {
         const target = posix.normalize(posix.join(posix.dirname(file), specifier));
-        if (![target, `${target}.js`, `${target}.json`, `${target}/index.js`].some((t) => paths.has(t))) problems.push(`${file} requires ${specifier}, which is not in the zip`);
+        if (![target, `${target}.js`, `${target}.json`, `${target}/index.js`].some((t) => paths.has(t)))
+          problems.push(`${file} requires ${specifier}, which is not in the zip`);
         continue;
       }
       if (specifier.startsWith('node:') || builtins.has(specifier)) continue;
@@ -404,7 +413,8 @@ export function checkPackage(entries: readonly ZipEntry[], texts: ReadonlyMap<st
 
   const uncompressed = entries.reduce((sum, e) => sum + e.size, 0);
   if (zipBytes > PACKAGE_LIMITS.maxZipBytes) problems.push(`the zip is ${zipBytes} bytes, over ${PACKAGE_LIMITS.maxZipBytes}`);
-  if (uncompressed > PACKAGE_LIMITS.maxUncompressedBytes) problems.push(`the zip unpacks to ${uncompressed} bytes, over ${PACKAGE_LIMITS.maxUncompressedBytes}`);
+  if (uncompressed > PACKAGE_LIMITS.maxUncompressedBytes)
+    problems.push(`the zip unpacks to ${uncompressed} bytes, over ${PACKAGE_LIMITS.maxUncompressedBytes}`);
   if (entries.length > PACKAGE_LIMITS.maxEntries) problems.push(`the zip has ${entries.length} entries, over ${PACKAGE_LIMITS.maxEntries}`);
   return problems;
 }
@@ -432,7 +442,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const report = await buildPackage(root, outFile);
   const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-  console.log(`${relative(process.cwd(), report.outFile) || report.outFile}: ${mb(report.zipBytes)} (${mb(report.uncompressedBytes)} unpacked), ${report.entries.length} files, ${report.packages} production packages, ${Date.now() - started} ms`);
+  console.log(
+    `${relative(process.cwd(), report.outFile) || report.outFile}: ${mb(report.zipBytes)} (${mb(report.uncompressedBytes)} unpacked), ${report.entries.length} files, ${report.packages} production packages, ${Date.now() - started} ms`,
+  );
   if (report.problems.length > 0) {
     console.error(`package check failed:\n  - ${report.problems.join('\n  - ')}`);
     process.exitCode = 1;

@@ -44,8 +44,25 @@ function serialize(value: unknown): string {
 }
 
 const EDGE_NUMBERS = [
-  '-0', '0', '1', '-1', '1e308', '1e400', '-1e400', '1e-400', '0.1', '0.30000000000000004', '9007199254740991',
-  '9007199254740993', '1.005', '100.10', '1E2', '1.0000000000000001', '123456789012345678901234567890', '99.999', '1.00',
+  '-0',
+  '0',
+  '1',
+  '-1',
+  '1e308',
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '0.1',
+  '0.30000000000000004',
+  '9007199254740991',
+  '9007199254740993',
+  '1.005',
+  '100.10',
+  '1E2',
+  '1.0000000000000001',
+  '123456789012345678901234567890',
+  '99.999',
+  '1.00',
 ];
 
 const anyString = fc.oneof(
@@ -85,7 +102,10 @@ function knownLoan(i: number): number | string {
 const plausible = fc.record({
   loanNumber: fc.nat().map(knownLoan),
   requestor: fc.constantFrom('jane.doe@partner.example', 'ops'),
-  amount: fc.oneof(fc.integer({ min: 100, max: 100_000 }).map((c) => c / 100), fc.constantFrom(1, 10, 1_000_000)),
+  amount: fc.oneof(
+    fc.integer({ min: 100, max: 100_000 }).map((c) => c / 100),
+    fc.constantFrom(1, 10, 1_000_000),
+  ),
 });
 
 const element = fc.oneof(

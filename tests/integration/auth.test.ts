@@ -79,7 +79,7 @@ describe('accepted tokens', () => {
     expect(reply.status).toBe(204);
   });
 
-  test('a token from the provider\'s client-credentials endpoint', async () => {
+  test("a token from the provider's client-credentials endpoint", async () => {
     // A service configured without tenant or role, as the provider's endpoint issues neither.
     const plain = await Harness.start();
     try {
@@ -237,7 +237,9 @@ describe('401 refusals, nothing written, reason logged but not returned', () => 
 
   test('alg none', async () => {
     const header = base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }));
-    const payload = base64url.encode(JSON.stringify({ iss: h.provider.issuer, aud: AUDIENCE, azp: CLIENT, tid: TENANT, roles: ['Draws.Submit'], exp: now() + 600 }));
+    const payload = base64url.encode(
+      JSON.stringify({ iss: h.provider.issuer, aud: AUDIENCE, azp: CLIENT, tid: TENANT, roles: ['Draws.Submit'], exp: now() + 600 }),
+    );
     await refusedWith(`Bearer ${header}.${payload}.`, 'ERR_AUTH_ALGORITHM');
   });
 
@@ -330,7 +332,9 @@ describe('identity provider failures are 502, never 401', () => {
         if (req.url === '/good/.well-known/openid-configuration') {
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/good`, jwks_uri: `${base}/jwks` }));
         } else if (req.url === '/insecure/.well-known/openid-configuration') {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/insecure`, jwks_uri: 'http://keys.example.com/jwks' }));
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ issuer: `${base}/insecure`, jwks_uri: 'http://keys.example.com/jwks' }));
         } else if (req.url === '/deadkeys/.well-known/openid-configuration') {
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: `${base}/deadkeys`, jwks_uri: 'http://127.0.0.1:9/jwks' }));
         } else if (req.url === '/jwks') {
@@ -347,7 +351,12 @@ describe('identity provider failures are 502, never 401', () => {
 
     async function tokenFor(issuer: string, kid = 'k1'): Promise<string> {
       const { privateKey } = await keys;
-      return new SignJWT({ azp: CLIENT }).setProtectedHeader({ alg: 'RS256', kid }).setIssuer(issuer).setAudience(AUDIENCE).setExpirationTime('10m').sign(privateKey);
+      return new SignJWT({ azp: CLIENT })
+        .setProtectedHeader({ alg: 'RS256', kid })
+        .setIssuer(issuer)
+        .setAudience(AUDIENCE)
+        .setExpirationTime('10m')
+        .sign(privateKey);
     }
 
     async function withMetadata(url: string, run: (x: Harness) => Promise<void>): Promise<void> {

@@ -78,10 +78,11 @@ describe('provider metadata and keys', () => {
     const h = await Harness.start({ AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl }, { now: clock.now });
     let metadataFetches = 0;
     const countingFetch = globalThis.fetch;
-    globalThis.fetch = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
-      if (String(input).endsWith('/.well-known/openid-configuration')) metadataFetches += 1;
+    globalThis.fetch = (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      if (url.endsWith('/.well-known/openid-configuration')) metadataFetches += 1;
       return countingFetch(input, init);
-    }) as typeof fetch;
+    };
     try {
       expect((await h.post([draw(await h.loan())], { token: await mint(provider) })).status).toBe(204);
       expect(metadataFetches).toBe(1);

@@ -18,7 +18,9 @@ test('20 concurrent posts for one loan: exactly one 204, the rest Pending Transa
   const statuses = replies.map((r) => r.status).sort();
   expect(statuses).toEqual([204, ...Array(19).fill(400)]);
   for (const reply of replies.filter((r) => r.status === 400)) {
-    expect(reply.body.errors).toEqual([expect.objectContaining({ index: 0, loanNumber: loan, code: 'PendingTransactionRequest', error: 'Pending Transaction Request' })]);
+    expect(reply.body.errors).toEqual([
+      expect.objectContaining({ index: 0, loanNumber: loan, code: 'PendingTransactionRequest', error: 'Pending Transaction Request' }),
+    ]);
   }
   const rows = await h.drawsFor(loan);
   expect(rows).toHaveLength(1);
@@ -30,10 +32,7 @@ test('overlapping batches race: one is recorded whole, the other not at all', as
   const token = await h.token();
   for (let round = 0; round < 5; round++) {
     const [a, shared, b] = [await h.loan(), await h.loan(), await h.loan()];
-    const [first, second] = await Promise.all([
-      h.post([draw(a), draw(shared)], { token }),
-      h.post([draw(shared), draw(b)], { token }),
-    ]);
+    const [first, second] = await Promise.all([h.post([draw(a), draw(shared)], { token }), h.post([draw(shared), draw(b)], { token })]);
     expect([first.status, second.status].sort()).toEqual([204, 400]);
     const loser = first.status === 400 ? first : second;
     const loserIndex = first.status === 400 ? 1 : 0;

@@ -62,12 +62,18 @@ describe('settings from the environment replace the embedded defaults', () => {
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     const rows = [];
     for await (const row of tableClient(azurite.connectionString, TABLES.drawsTable).listEntities()) rows.push(row);
-    expect(rows).toEqual([expect.objectContaining({ rowKey: '42', Amount: 99.99, ClientId: 'ext-client', PartnerId: 'EXT', RequestId: response.headers.get('x-request-id') })]);
+    expect(rows).toEqual([
+      expect.objectContaining({ rowKey: '42', Amount: 99.99, ClientId: 'ext-client', PartnerId: 'EXT', RequestId: response.headers.get('x-request-id') }),
+    ]);
     expect(lines.join('\n')).toContain('DrawRequest accepted');
   });
 
   test('errors reach the client over HTTP exactly as the handler shaped them', async () => {
-    const response = await fetch(host.url.replace('/DrawRequest', '/drawrequest'), { method: 'POST', body: '[]', headers: { 'content-type': 'application/json' } });
+    const response = await fetch(host.url.replace('/DrawRequest', '/drawrequest'), {
+      method: 'POST',
+      body: '[]',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe('Bearer');
     expect(response.headers.get('content-type')).toBe('application/problem+json');
@@ -82,7 +88,13 @@ describe('settings from the environment replace the embedded defaults', () => {
   });
 
   test('a malformed setting fails start-up with a message naming it', async () => {
-    const failure = startDevHost({ PORT: '0', TABLES_CONNECTION_STRING: azurite.connectionString, AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl, AUTH_AUDIENCE: AUDIENCE, MAX_BATCH_SIZE: '500' });
+    const failure = startDevHost({
+      PORT: '0',
+      TABLES_CONNECTION_STRING: azurite.connectionString,
+      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+      AUTH_AUDIENCE: AUDIENCE,
+      MAX_BATCH_SIZE: '500',
+    });
     await expect(failure).rejects.toBeInstanceOf(ConfigError);
     await expect(failure).rejects.toThrow(/MAX_BATCH_SIZE must be a whole number from 1 to 100/);
   });
@@ -91,12 +103,15 @@ describe('settings from the environment replace the embedded defaults', () => {
 describe('`npm start` on a fresh machine: embedded Azurite and provider, the printed curl works', () => {
   test('prints demo data and a curl; the curl gets 204, the same again 400 Pending; SIGTERM stops it cleanly', async () => {
     const host = await spawnDevHost();
-    let exitCode: number | null = null;
+    let exitCode: number | null;
     try {
       const output = host.output();
       expect(output).toContain(`listening on ${host.url}`);
       expect(output).toContain('loan 1001: partner PARTNER-001');
-      const commands = output.split('\n').filter((l) => l.startsWith('TOKEN=') || l.startsWith('curl ')).join('\n');
+      const commands = output
+        .split('\n')
+        .filter((l) => l.startsWith('TOKEN=') || l.startsWith('curl '))
+        .join('\n');
       expect(commands).toContain(host.url);
       expect(commands).not.toMatch(/\bjq\b/);
 

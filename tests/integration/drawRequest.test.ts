@@ -127,10 +127,29 @@ describe('element rules 1–3: every failing element listed', () => {
     expect(reply.body.detail).toBe('5 of 6 draw requests were rejected; none was submitted.');
     expect(reply.body.errors).toEqual([
       { index: 1, loanNumber: good, error: 'Invalid Request', code: 'InvalidRequest', pointer: '/1/requestor', detail: 'requestor is required' },
-      { index: 2, error: 'Invalid Loan Number', code: 'InvalidLoanNumber', pointer: '/2/loanNumber', detail: 'loanNumber must be a positive integer or a string of 1 to 16 digits' },
-      { index: 3, loanNumber: good, error: 'Invalid Amount', code: 'InvalidAmount', pointer: '/3/amount', detail: 'amount must be a number of at least 1.00 with at most 2 decimal places' },
+      {
+        index: 2,
+        error: 'Invalid Loan Number',
+        code: 'InvalidLoanNumber',
+        pointer: '/2/loanNumber',
+        detail: 'loanNumber must be a positive integer or a string of 1 to 16 digits',
+      },
+      {
+        index: 3,
+        loanNumber: good,
+        error: 'Invalid Amount',
+        code: 'InvalidAmount',
+        pointer: '/3/amount',
+        detail: 'amount must be a number of at least 1.00 with at most 2 decimal places',
+      },
       { index: 4, error: 'Invalid Request', code: 'InvalidRequest', pointer: '/4', detail: 'a draw request must be a JSON object' },
-      { index: 5, error: 'Invalid Request', code: 'InvalidRequest', pointer: '/5/LoanNumber', detail: 'more than one key names loanNumber (keys are case-insensitive)' },
+      {
+        index: 5,
+        error: 'Invalid Request',
+        code: 'InvalidRequest',
+        pointer: '/5/LoanNumber',
+        detail: 'more than one key names loanNumber (keys are case-insensitive)',
+      },
     ]);
     expect(await h.drawsFor(good)).toHaveLength(0);
   });
@@ -177,13 +196,60 @@ describe('draw rules 4–8 against storage', () => {
     expectProblem400(reply);
     expect(reply.body.detail).toBe('7 of 8 draw requests were rejected; none was submitted.');
     expect(reply.body.errors).toEqual([
-      { index: 1, loanNumber: missing, error: 'Invalid Loan Number', code: 'InvalidLoanNumber', pointer: '/1/loanNumber', detail: 'no loan with this loan number exists' },
-      { index: 2, loanNumber: others, error: 'Invalid Authorization', code: 'InvalidAuthorization', pointer: '/2/loanNumber', detail: 'this loan cannot be drawn on by the caller' },
-      { index: 3, loanNumber: noInvestor, error: 'Invalid Funding Investor', code: 'InvalidFundingInvestor', detail: 'the loan has no funding investor assigned' },
-      { index: 4, loanNumber: blankInvestor, error: 'Invalid Funding Investor', code: 'InvalidFundingInvestor', detail: 'the loan has no funding investor assigned' },
-      { index: 5, loanNumber: small, error: 'Invalid Amount', code: 'InvalidAmount', pointer: '/5/amount', detail: "amount must be between 1.00 and the loan's available credit" },
-      { index: 6, loanNumber: drawnToday, error: 'Pending Transaction Request', code: 'PendingTransactionRequest', pointer: '/6/loanNumber', detail: 'a draw request for this loan was already submitted today' },
-      { index: 7, loanNumber: ok, error: 'Pending Transaction Request', code: 'PendingTransactionRequest', pointer: '/7/loanNumber', detail: 'an earlier draw request in this batch names the same loan' },
+      {
+        index: 1,
+        loanNumber: missing,
+        error: 'Invalid Loan Number',
+        code: 'InvalidLoanNumber',
+        pointer: '/1/loanNumber',
+        detail: 'no loan with this loan number exists',
+      },
+      {
+        index: 2,
+        loanNumber: others,
+        error: 'Invalid Authorization',
+        code: 'InvalidAuthorization',
+        pointer: '/2/loanNumber',
+        detail: 'this loan cannot be drawn on by the caller',
+      },
+      {
+        index: 3,
+        loanNumber: noInvestor,
+        error: 'Invalid Funding Investor',
+        code: 'InvalidFundingInvestor',
+        detail: 'the loan has no funding investor assigned',
+      },
+      {
+        index: 4,
+        loanNumber: blankInvestor,
+        error: 'Invalid Funding Investor',
+        code: 'InvalidFundingInvestor',
+        detail: 'the loan has no funding investor assigned',
+      },
+      {
+        index: 5,
+        loanNumber: small,
+        error: 'Invalid Amount',
+        code: 'InvalidAmount',
+        pointer: '/5/amount',
+        detail: "amount must be between 1.00 and the loan's available credit",
+      },
+      {
+        index: 6,
+        loanNumber: drawnToday,
+        error: 'Pending Transaction Request',
+        code: 'PendingTransactionRequest',
+        pointer: '/6/loanNumber',
+        detail: 'a draw request for this loan was already submitted today',
+      },
+      {
+        index: 7,
+        loanNumber: ok,
+        error: 'Pending Transaction Request',
+        code: 'PendingTransactionRequest',
+        pointer: '/7/loanNumber',
+        detail: 'an earlier draw request in this batch names the same loan',
+      },
     ]);
     expect(await h.drawsFor(ok, others, noInvestor, blankInvestor, small)).toHaveLength(0);
     expect(await h.drawsFor(drawnToday)).toHaveLength(1);
@@ -200,7 +266,9 @@ describe('draw rules 4–8 against storage', () => {
 
   test('a loan without numeric AvailableCredit has no credit, and on-call sees a data-quality warning', async () => {
     const loan = await h.loan();
-    await h.table('loans').upsertEntity({ partitionKey: String(loan), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: 'lots' }, 'Replace');
+    await h
+      .table('loans')
+      .upsertEntity({ partitionKey: String(loan), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: 'lots' }, 'Replace');
     const reply = await h.post([draw(loan, 1)]);
     expectProblem400(reply);
     expect(reply.body.errors[0].code).toBe('InvalidAmount');
@@ -210,11 +278,15 @@ describe('draw rules 4–8 against storage', () => {
   test('AvailableCredit stored as Int32 or Int64 counts as credit', async () => {
     const int32 = await h.loan();
     const int64 = await h.loan();
-    await h.table('loans').upsertEntity({ partitionKey: String(int32), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: 300 }, 'Replace');
-    await h.table('loans').upsertEntity(
-      { partitionKey: String(int64), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: { value: '300', type: 'Int64' } },
-      'Replace',
-    );
+    await h
+      .table('loans')
+      .upsertEntity({ partitionKey: String(int32), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: 300 }, 'Replace');
+    await h
+      .table('loans')
+      .upsertEntity(
+        { partitionKey: String(int64), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: { value: '300', type: 'Int64' } },
+        'Replace',
+      );
     expect((await h.post([draw(int32, 300), draw(int64, 300)])).status).toBe(204);
   });
 });
@@ -249,9 +321,7 @@ describe('a defect in the service', () => {
     const store = h.deps.store;
     const realRead = store.readBatchState.bind(store);
     // A fake only for what a real part cannot produce: a bug that throws.
-    store.readBatchState = async () => {
-      throw new TypeError('Cannot read properties of undefined (secret-internal-detail)');
-    };
+    store.readBatchState = () => Promise.reject(new TypeError('Cannot read properties of undefined (secret-internal-detail)'));
     try {
       const loan = await h.loan();
       const reply = await h.post([draw(loan)]);

@@ -8,15 +8,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  configFromEnv,
-  formatOutcome,
-  parseDrawFile,
-  submitDraws,
-  type ClientConfig,
-  type DrawBatch,
-  type SubmitResult,
-} from '../../examples/submit-draws';
+import { configFromEnv, formatOutcome, parseDrawFile, submitDraws, type ClientConfig, type DrawBatch, type SubmitResult } from '../../examples/submit-draws';
 import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
 import { freePort } from '../../dev/azurite';
 
@@ -41,10 +33,15 @@ interface CliRun {
 
 function runCli(args: readonly string[], env: Record<string, string>): Promise<CliRun> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [EXAMPLE_ENTRY, ...args], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [EXAMPLE_ENTRY, ...args],
+      { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -238,7 +235,9 @@ describe('retries (docs/partners.md §6) against a scripted server', () => {
           const scripted = tokenAnswers.shift();
           if (scripted) return scripted(res, req);
           tokensIssued++;
-          res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ access_token: `token-${tokensIssued}`, token_type: 'Bearer', expires_in: 3600 }));
+          res
+            .writeHead(200, { 'Content-Type': 'application/json' })
+            .end(JSON.stringify({ access_token: `token-${tokensIssued}`, token_type: 'Bearer', expires_in: 3600 }));
           return;
         }
         (script.shift() ?? answer(599))(res, req);
@@ -329,7 +328,18 @@ describe('retries (docs/partners.md §6) against a scripted server', () => {
   });
 
   test('400 is not retried: exit 1', async () => {
-    script = [answer(400, {}, { status: 400, detail: '1 of 1 draw requests was rejected; none was submitted.', errors: [{ index: 0, loanNumber: 1001, error: 'Invalid Amount', code: 'InvalidAmount', detail: 'd' }] }), answer(204)];
+    script = [
+      answer(
+        400,
+        {},
+        {
+          status: 400,
+          detail: '1 of 1 draw requests was rejected; none was submitted.',
+          errors: [{ index: 0, loanNumber: 1001, error: 'Invalid Amount', code: 'InvalidAmount', detail: 'd' }],
+        },
+      ),
+      answer(204),
+    ];
     const result = await run();
     expect(result).toMatchObject({ outcome: 'rejected', exitCode: 1, attempts: 1 });
     expect(result.elements[0].result).toBe('Invalid Amount: d');

@@ -319,7 +319,10 @@ const contentType: fc.Arbitrary<HeaderCase> = fc
     const value = base + repeatTo(unit, length) + tail;
     // A header's surrounding whitespace is not part of its value.
     const verdict = value.trim().length > LIMITS.contentTypeLength ? request(DETAILS.contentType) : ANY;
-    return header(`Content-Type: ${base} + ${length} × ${JSON.stringify(unit)} + ${JSON.stringify(tail)}`, () => ({ headers: { 'content-type': value }, verdict }));
+    return header(`Content-Type: ${base} + ${length} × ${JSON.stringify(unit)} + ${JSON.stringify(tail)}`, () => ({
+      headers: { 'content-type': value },
+      verdict,
+    }));
   });
 
 const REFUSED: Expected = { kind: 'status', status: 401 };
@@ -332,26 +335,38 @@ const bearer = (label: string, value: (token: string) => string, refused: (value
 
 /** Long runs of spaces and tabs, long tokens, `Bearer` again and again: refused, unless a valid token is within the length limit. */
 const authorization: fc.Arbitrary<HeaderCase> = fc.oneof(
-  spacesAndTabs.map((run) => bearer(`Bearer, ${run.length} spaces/tabs, a valid token`, (t) => `Bearer${run}${t}`, (v) => v.length > LIMITS.authorizationLength)),
+  spacesAndTabs.map((run) =>
+    bearer(
+      `Bearer, ${run.length} spaces/tabs, a valid token`,
+      (t) => `Bearer${run}${t}`,
+      (v) => v.length > LIMITS.authorizationLength,
+    ),
+  ),
   spacesAndTabs.map((run) => bearer(`Bearer and ${run.length} spaces/tabs`, () => `Bearer${run}`)),
   fc.integer({ min: 2, max: 2_000 }).map((k) => bearer(`${k} × Bearer, a valid token`, (t) => `${'Bearer '.repeat(k)}${t}`)),
   fc.integer({ min: 2, max: 20 }).map((k) => bearer(`${k} × Bearer and a valid token, comma-separated`, (t) => Array(k).fill(`Bearer ${t}`).join(', '))),
-  fc.tuple(fc.constantFrom(...SEPARATORS), logSize()).map(([unit, n]) => bearer(`a valid token and ${n} × ${JSON.stringify(unit)}`, (t) => `Bearer ${t}${repeatTo(unit, n)}`)),
+  fc
+    .tuple(fc.constantFrom(...SEPARATORS), logSize())
+    .map(([unit, n]) => bearer(`a valid token and ${n} × ${JSON.stringify(unit)}`, (t) => `Bearer ${t}${repeatTo(unit, n)}`)),
   logSize().map((n) => bearer(`a ${n}-character token`, () => `Bearer ${'A'.repeat(n)}`)),
   logSize().map((n) => bearer(`a JWT of three ${n}-character parts`, () => `Bearer eyJ${'A'.repeat(n)}.${'B'.repeat(n)}.${'C'.repeat(n)}`)),
 );
 
 /** A key unique to the request followed by a long run; or that key again and again, as a repeated header arrives. */
-const idempotencyKey: fc.Arbitrary<HeaderCase> = fc.oneof(
-  fc.tuple(fc.constantFrom('k', ',', ':', ',:', ' ', '\t', ', '), fc.oneof(fc.integer({ min: 1, max: LIMITS.idempotencyKeyLength }), logSize())).map(([unit, n]) => [`key + ${n} × ${JSON.stringify(unit)}`, (u: string) => `${u}${repeatTo(unit, n)}x`] as const),
-  fc.integer({ min: 1, max: 3_000 }).map((k) => [`${k} × key, comma-separated`, (u: string) => Array(k).fill(u).join(', ')] as const),
-).map(([label, value]) =>
-  header(`Idempotency-Key: ${label}`, (_t, unique) => {
-    const key = value(unique);
-    const valid = key.length <= LIMITS.idempotencyKeyLength && /^[\x21-\x7E]+$/.test(key);
-    return { headers: { 'idempotency-key': key }, verdict: valid ? 'pass' : request(DETAILS.idempotencyKeyForm) };
-  }),
-);
+const idempotencyKey: fc.Arbitrary<HeaderCase> = fc
+  .oneof(
+    fc
+      .tuple(fc.constantFrom('k', ',', ':', ',:', ' ', '\t', ', '), fc.oneof(fc.integer({ min: 1, max: LIMITS.idempotencyKeyLength }), logSize()))
+      .map(([unit, n]) => [`key + ${n} × ${JSON.stringify(unit)}`, (u: string) => `${u}${repeatTo(unit, n)}x`] as const),
+    fc.integer({ min: 1, max: 3_000 }).map((k) => [`${k} × key, comma-separated`, (u: string) => Array(k).fill(u).join(', ')] as const),
+  )
+  .map(([label, value]) =>
+    header(`Idempotency-Key: ${label}`, (_t, unique) => {
+      const key = value(unique);
+      const valid = key.length <= LIMITS.idempotencyKeyLength && /^[\x21-\x7E]+$/.test(key);
+      return { headers: { 'idempotency-key': key }, verdict: valid ? 'pass' : request(DETAILS.idempotencyKeyForm) };
+    }),
+  );
 
 const depthBody = batchOf(depthPiece);
 const keysBody = batchOf(keysPiece);
@@ -372,14 +387,18 @@ test.each<[string, fc.Arbitrary<Case>]>([
   ['long and repeated Content-Type', cases(anyBody, contentType)],
   ['long and repeated Authorization', cases(anyBody, authorization)],
   ['long and repeated Idempotency-Key', cases(anyBody, idempotencyKey)],
-])('%s: the expected answer, never a 500, nothing written unless accepted, a short stall', async (_family, arbitrary) => {
-  statuses.clear();
-  // A failure is reported as found, not shrunk: each shrinking step would replay a stall of seconds.
-  await fc.assert(fc.asyncProperty(arbitrary, check), { numRuns: RUNS, endOnFailure: true });
-  expect(statuses.size).toBeGreaterThan(1); // the generators reach past the first check
-  const strays = (await h.draws()).filter((row) => !accepted.has(row.RequestId as string));
-  expect(strays).toEqual([]);
-}, 120_000);
+])(
+  '%s: the expected answer, never a 500, nothing written unless accepted, a short stall',
+  async (_family, arbitrary) => {
+    statuses.clear();
+    // A failure is reported as found, not shrunk: each shrinking step would replay a stall of seconds.
+    await fc.assert(fc.asyncProperty(arbitrary, check), { numRuns: RUNS, endOnFailure: true });
+    expect(statuses.size).toBeGreaterThan(1); // the generators reach past the first check
+    const strays = (await h.draws()).filter((row) => !accepted.has(row.RequestId as string));
+    expect(strays).toEqual([]);
+  },
+  120_000,
+);
 
 // ---------------------------------------------------------------------------------------------
 // Refused callers
@@ -399,7 +418,7 @@ function streamed(bearerToken: string, body: ReadableStream<Uint8Array>): HttpRe
     headers: { 'content-type': 'application/json', authorization: `Bearer ${bearerToken}` },
     body,
     duplex: 'half',
-  } as RequestInit);
+  });
   return new HttpRequest({ nativeRequest } as unknown as HttpRequestInit); // `nativeRequest` is the library's own, undeclared
 }
 
@@ -418,26 +437,30 @@ describe('refused callers', () => {
   test.each([
     ['an unknown client', UNKNOWN],
     ['an inactive partner', INACTIVE],
-  ])('%s: refused once from storage, then with no storage call whatever it sends', async (_name, clientId) => {
-    const bearerToken = await h.token({ azp: clientId, sub: clientId });
-    const before = storageCalls();
-    expect((await h.post([], { token: bearerToken })).status).toBe(401); // `[]` names no loan: only Partners is read
-    expect(storageCalls()).toEqual({ ...before, reads: before.reads + 1 });
+  ])(
+    '%s: refused once from storage, then with no storage call whatever it sends',
+    async (_name, clientId) => {
+      const bearerToken = await h.token({ azp: clientId, sub: clientId });
+      const before = storageCalls();
+      expect((await h.post([], { token: bearerToken })).status).toBe(401); // `[]` names no loan: only Partners is read
+      expect(storageCalls()).toEqual({ ...before, reads: before.reads + 1 });
 
-    const loan = await h.loan(); // seeded directly, not through the proxy
-    const refused = storageCalls();
-    const requests: [string | Buffer | unknown[], Record<string, string>][] = [
-      [[draw(loan)], {}],
-      [[draw(loan)], { 'idempotency-key': randomUUID() }],
-      ['not JSON', {}], // a 400 if it were read
-      [`[{"loanNumber":${loan},"requestor":"jane","amount":1.${'0'.repeat(20_000)}1}]`, {}],
-      ['['.repeat(100_000), {}],
-      [Buffer.alloc(LIMITS.bodyBytes + 1, ' '), {}],
-      [[draw(loan)], { 'content-type': `application/json${';'.repeat(50_000)}x` }],
-    ];
-    for (const [body, headers] of requests) expect((await h.post(body, { token: bearerToken, headers })).status).toBe(401);
-    expect(storageCalls()).toEqual(refused);
-  }, 60_000);
+      const loan = await h.loan(); // seeded directly, not through the proxy
+      const refused = storageCalls();
+      const requests: [string | Buffer | unknown[], Record<string, string>][] = [
+        [[draw(loan)], {}],
+        [[draw(loan)], { 'idempotency-key': randomUUID() }],
+        ['not JSON', {}], // a 400 if it were read
+        [`[{"loanNumber":${loan},"requestor":"jane","amount":1.${'0'.repeat(20_000)}1}]`, {}],
+        ['['.repeat(100_000), {}],
+        [Buffer.alloc(LIMITS.bodyBytes + 1, ' '), {}],
+        [[draw(loan)], { 'content-type': `application/json${';'.repeat(50_000)}x` }],
+      ];
+      for (const [body, headers] of requests) expect((await h.post(body, { token: bearerToken, headers })).status).toBe(401);
+      expect(storageCalls()).toEqual(refused);
+    },
+    60_000,
+  );
 
   test('a refused caller’s body is never read: 401 while its stream is still open, or after it failed', async () => {
     const callers = [

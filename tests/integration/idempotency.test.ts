@@ -95,7 +95,7 @@ describe('a retry with the same key and the same batch', () => {
     expect(await h.drawsFor(loan)).toHaveLength(1);
   });
 
-  test('is replayed even when the loan has since changed (the answer does not depend on today\'s state)', async () => {
+  test("is replayed even when the loan has since changed (the answer does not depend on today's state)", async () => {
     const loan = await h.loan({ availableCredit: 100 });
     const key = newKey();
     expectAccepted(await h.post([draw(loan, 100)], keyed(key)));
@@ -184,7 +184,7 @@ describe('a retry across midnight', () => {
       expect((await h.drawsFor(a, b)).map((r) => `${r.partitionKey}/${r.rowKey}`).sort()).toEqual([`2031-04-05/${a}`, `2031-04-06/${a}`, `2031-04-06/${b}`]);
     }));
 
-  test('midnight is the business day\'s, not UTC\'s: in America/New_York a batch of 23:59:58 EST is replayed at 00:00:30', () =>
+  test("midnight is the business day's, not UTC's: in America/New_York a batch of 23:59:58 EST is replayed at 00:00:30", () =>
     withClock('2031-11-20T04:59:58Z', 'America/New_York', async (setClock) => {
       const loan = await h.loan();
       const key = newKey();
@@ -238,7 +238,7 @@ describe('a key names one batch', () => {
     expectAccepted(other);
   });
 
-  test("another partner sending our batch under our key is not replayed our answer", async () => {
+  test('another partner sending our batch under our key is not replayed our answer', async () => {
     const mine = await h.loan();
     const key = newKey();
     expectAccepted(await h.post([draw(mine)], keyed(key)));

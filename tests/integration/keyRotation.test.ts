@@ -33,12 +33,12 @@ let oldKid: string;
 beforeAll(async () => {
   h = await Harness.start({ AUTH_TENANT_ID: TENANT, AUTH_REQUIRED_ROLE: 'Draws.Submit' }, { providerTimings: TIMINGS });
   const store = h.provider.server.issuer.keys;
-  oldKid = store.toJSON()[0].kid as string;
+  oldKid = store.toJSON()[0].kid;
   // The JWKS endpoint answers with keys.toJSON(): count each answer and leave out retired keys.
   const toJSON = store.toJSON.bind(store);
   store.toJSON = (includePrivateFields?: boolean) => {
-    const keys = toJSON(includePrivateFields).filter((k) => !retired.has(k.kid as string));
-    served.push({ at: Date.now(), kids: keys.map((k) => k.kid as string) });
+    const keys = toJSON(includePrivateFields).filter((k) => !retired.has(k.kid));
+    served.push({ at: Date.now(), kids: keys.map((k) => k.kid) });
     return keys;
   };
 });

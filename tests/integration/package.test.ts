@@ -6,14 +6,23 @@
  * reach. The checker itself is also shown to catch each kind of mistake on made-up entry lists.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { crc32, inflateRawSync } from 'node:zlib';
 import * as yauzl from 'yauzl';
 import { bundle } from '../../scripts/bundle';
-import { PACKAGED_CODE, PACKAGED_MAIN, PACKAGE_LIMITS, buildPackage, checkPackage, packageDirsOf, type PackageReport, type ZipEntry } from '../../scripts/package';
+import {
+  PACKAGED_CODE,
+  PACKAGED_MAIN,
+  PACKAGE_LIMITS,
+  buildPackage,
+  checkPackage,
+  packageDirsOf,
+  type PackageReport,
+  type ZipEntry,
+} from '../../scripts/package';
 
 const ROOT = resolve(__dirname, '../..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -93,13 +102,17 @@ describe('the package Flex Consumption deploys', () => {
   });
 
   test('no tests, settings files, sources, tools or repository material', () => {
-    const forbidden = [...paths].filter((p) => /^(tests?|functions|lib|scripts|examples|infra|docs|\.ci|\.git)\/|(^|\/)local\.settings[^/]*\.json$|^dist\/scripts\/|^package-lock\.json$/.test(p));
+    const forbidden = [...paths].filter((p) =>
+      /^(tests?|functions|lib|scripts|examples|infra|docs|\.ci|\.git)\/|(^|\/)local\.settings[^/]*\.json$|^dist\/scripts\/|^package-lock\.json$/.test(p),
+    );
     expect(forbidden).toEqual([]);
   });
 
   test('no dev-only package; a devDependency is there only when a production package needs it', () => {
     const packaged = new Set([...paths].flatMap(packageDirsOf));
-    const devOnly = Object.entries(lock.packages).filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true).map(([path]) => path);
+    const devOnly = Object.entries(lock.packages)
+      .filter(([path, entry]) => path.startsWith('node_modules/') && entry.dev === true)
+      .map(([path]) => path);
     expect(devOnly.filter((path) => packaged.has(path))).toEqual([]);
     const notProduction = [...packaged].filter((dir) => lock.packages[dir] === undefined || lock.packages[dir].dev === true);
     expect(notProduction).toEqual([]);
@@ -112,12 +125,13 @@ describe('the package Flex Consumption deploys', () => {
 
   test('what the bundle leaves outside it is there; what it holds is not; no source maps or type declarations', () => {
     expect(paths.has('node_modules/applicationinsights/package.json')).toBe(true);
-    for (const bundled of ['jose', 'ajv', '@azure/data-tables']) // (@azure/identity is there: applicationinsights needs it)
+    for (const bundled of ['jose', 'ajv', '@azure/data-tables'])
+      // (@azure/identity is there: applicationinsights needs it)
       expect(paths.has(`node_modules/${bundled}/package.json`)).toBe(false);
     expect([...paths].filter((p) => /\.(map|d\.ts|d\.mts|d\.cts)$/.test(p))).toEqual([]);
   });
 
-  test('unpacked alone, its CRCs hold and Node loads main and every dependency with nothing but the zip\'s node_modules', async () => {
+  test("unpacked alone, its CRCs hold and Node loads main and every dependency with nothing but the zip's node_modules", async () => {
     const dir = join(work, 'unpacked');
     expect(await unpack(zipFile, dir)).toEqual([]);
     // As on the Functions host, no folder above the app's may supply a package: resolution stops at the app.
@@ -156,13 +170,17 @@ describe('the package check catches', () => {
     { path: 'dist/bundle/config.js', size: 10 },
     { path: 'node_modules/@azure/functions/package.json', size: 10 },
   ];
-  const texts = (overrides: Record<string, string> = {}): Map<string, string> => new Map(Object.entries({
-    'host.json': JSON.stringify({ version: '2.0' }),
-    'package.json': JSON.stringify({ name: 'x', version: '1.0.0', main: 'dist/bundle/main.js', dependencies: { '@azure/functions': '4.16.5' } }),
-    'dist/bundle/main.js': 'const functions_1 = require("@azure/functions"); const config_1 = require("./config"); require("node:path"); require("@azure/functions-core"); const code = \'require("ajv/dist/runtime/equal")\';',
-    'dist/bundle/config.js': 'module.exports = {};',
-    ...overrides,
-  }));
+  const texts = (overrides: Record<string, string> = {}): Map<string, string> =>
+    new Map(
+      Object.entries({
+        'host.json': JSON.stringify({ version: '2.0' }),
+        'package.json': JSON.stringify({ name: 'x', version: '1.0.0', main: 'dist/bundle/main.js', dependencies: { '@azure/functions': '4.16.5' } }),
+        'dist/bundle/main.js':
+          'const functions_1 = require("@azure/functions"); const config_1 = require("./config"); require("node:path"); require("@azure/functions-core"); const code = \'require("ajv/dist/runtime/equal")\';',
+        'dist/bundle/config.js': 'module.exports = {};',
+        ...overrides,
+      }),
+    );
   const check = (entries: ZipEntry[], t = texts(), dev: string[] = ['node_modules/jest']): string[] => checkPackage(entries, t, dev, 1000);
 
   test('nothing in a good package', () => {

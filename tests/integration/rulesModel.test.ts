@@ -18,7 +18,7 @@ afterAll(() => h.stop());
 
 const SLOTS = [0, 1, 2, 3, 4, 5];
 
-test('200 generated worlds: the 204 or the per-element errors are exactly the model\'s, and storage agrees', async () => {
+test("200 generated worlds: the 204 or the per-element errors are exactly the model's, and storage agrees", async () => {
   await fc.assert(
     fc.asyncProperty(scenario([PARTNER, OTHER_PARTNER, PARTNER.toLowerCase()], SLOTS), async (world) => {
       // Fresh loan numbers per world, so worlds do not see each other's rows.

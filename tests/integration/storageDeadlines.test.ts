@@ -64,7 +64,7 @@ test('a commit storage never answers: 502 at the commit deadline, its connection
   expect(await h.drawsFor(...loans)).toHaveLength(0);
 });
 
-test('reads storage never answers: 502 at the read deadline, every read\'s connection closed then', async () => {
+test("reads storage never answers: 502 at the read deadline, every read's connection closed then", async () => {
   const readMs = 600;
   // Each attempt's own bound is longer than the operation's: the operation's deadline must end them.
   h.rebuild({ timeouts: { attemptMs: 5_000, readMs, commitMs: 5_000 } }, h.settingsVia(proxy.port));

@@ -295,10 +295,10 @@ describe('managed identity that cannot get a token', () => {
   test('is a dependency failure (502), for the partner lookup as for everything else', async () => {
     // A fake only for a fault a real part cannot produce here: no managed identity endpoint on this machine.
     const credential = {
-      getToken: async () => {
+      getToken: () => {
         const error = new Error('ManagedIdentityCredential: no identity endpoint');
         error.name = 'AggregateAuthenticationError';
-        throw error;
+        return Promise.reject(error);
       },
     };
     const h = await Harness.start();

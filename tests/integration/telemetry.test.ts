@@ -107,12 +107,24 @@ test('one DrawRequestBatch event per invocation, with its dimensions', () => {
   const accepted = eventFor('accepted').data.baseData;
   expect(accepted.properties).toEqual({ requestId: sent.accepted.requestId, outcome: 'Accepted', partnerId: 'TELE', clientId: 'tele-client' });
   expect(accepted.measurements).toEqual(
-    expect.objectContaining({ batchSize: 1, rejectedCount: 0, totalMs: expect.any(Number), authMs: expect.any(Number), readMs: expect.any(Number), commitMs: expect.any(Number) }),
+    expect.objectContaining({
+      batchSize: 1,
+      rejectedCount: 0,
+      totalMs: expect.any(Number),
+      authMs: expect.any(Number),
+      readMs: expect.any(Number),
+      commitMs: expect.any(Number),
+    }),
   );
 
   const rejected = eventFor('rejected').data.baseData;
   expect(rejected.properties).toEqual(
-    expect.objectContaining({ outcome: 'Rejected', partnerId: 'TELE', clientId: 'tele-client', errorCodes: JSON.stringify({ InvalidAmount: 2, InvalidLoanNumber: 1 }) }),
+    expect.objectContaining({
+      outcome: 'Rejected',
+      partnerId: 'TELE',
+      clientId: 'tele-client',
+      errorCodes: JSON.stringify({ InvalidAmount: 2, InvalidLoanNumber: 1 }),
+    }),
   );
   expect(rejected.measurements).toEqual(expect.objectContaining({ batchSize: 3, rejectedCount: 3 }));
   expect(rejected.measurements).not.toHaveProperty('commitMs');
@@ -127,7 +139,12 @@ test('the reason for a 401 goes to telemetry (never to the caller)', () => {
 
 test('a dependency failure names the dependency and its failure code', () => {
   expect(eventFor('storageDown').data.baseData.properties).toEqual(
-    expect.objectContaining({ outcome: 'DependencyFailed', reason: 'ERR_STORAGE_UNREACHABLE', reasonDetail: expect.stringMatching(/^readBatchState/), partnerId: 'TELE' }),
+    expect.objectContaining({
+      outcome: 'DependencyFailed',
+      reason: 'ERR_STORAGE_UNREACHABLE',
+      reasonDetail: expect.stringMatching(/^readBatchState/),
+      partnerId: 'TELE',
+    }),
   );
 });
 

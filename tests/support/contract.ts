@@ -47,12 +47,13 @@ export function contractViolations(reply: ContractReply): string[] {
   const response = doc.paths['/DrawRequest'].post.responses[String(reply.status)];
   if (response === undefined) return [`status ${reply.status} is not documented`];
   const problems: string[] = [];
-  for (const [name, header] of Object.entries(response.headers ?? {}) as [string, { $ref?: string }][]) {
+  for (const [name, header] of Object.entries<{ $ref?: string }>(response.headers ?? {})) {
     const spec = header.$ref ? doc.components.headers[header.$ref.split('/').pop() as string] : header;
     const value = reply.headers[name.toLowerCase()];
     if (spec.required && value === undefined) problems.push(`header ${name} is required`);
     if (value !== undefined && spec.schema?.const !== undefined && value !== spec.schema.const) problems.push(`header ${name} must be ${spec.schema.const}`);
-    if (value !== undefined && spec.schema?.enum !== undefined && !spec.schema.enum.includes(value)) problems.push(`header ${name} is not one of ${spec.schema.enum}`);
+    if (value !== undefined && spec.schema?.enum !== undefined && !spec.schema.enum.includes(value))
+      problems.push(`header ${name} is not one of ${spec.schema.enum}`);
   }
   const documented = new Set(Object.keys(response.headers ?? {}).map((n) => n.toLowerCase()));
   for (const name of ['idempotent-replay', 'www-authenticate']) {

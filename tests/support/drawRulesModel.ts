@@ -45,36 +45,38 @@ export function modelVerdicts(
 
 /** A world of a few loans, so batches often repeat a loan and hit every rule. */
 export const scenario = (partners: readonly string[], loanNumbers: readonly number[]) =>
-  fc.record({
-    partnerId: fc.constantFrom(...partners),
-    loans: fc.array(
-      fc.record({
-        loanNumber: fc.constantFrom(...loanNumbers),
-        partnerId: fc.option(fc.constantFrom(...partners), { nil: undefined }),
-        creditCents: fc.option(fc.integer({ min: 0, max: 500_00 }), { nil: undefined, freq: 6 }),
-        creditFraction: fc.oneof(fc.constant(0), fc.constantFrom(0.5, 0.99, 0.01)),
-        fundingInvestorId: fc.option(fc.constantFrom('INV-1', 'INV-2', '', '   '), { nil: undefined, freq: 4 }),
-      }),
-      { maxLength: loanNumbers.length },
-    ),
-    drawnToday: fc.uniqueArray(fc.constantFrom(...loanNumbers), { maxLength: 2 }),
-    requests: fc.array(
-      fc.record({
-        loanNumber: fc.constantFrom(...loanNumbers),
-        amountCents: fc.oneof(fc.integer({ min: 100, max: 600_00 }), fc.constantFrom(100, 5_000, 10_000, 50_000)),
-        /** Half the time the amount sits on the loan's credit: one cent below, at, or one cent above. */
-        nearCredit: fc.option(fc.constantFrom(-1, 0, 1), { nil: undefined, freq: 2 }),
-      }),
-      { minLength: 1, maxLength: 12 },
-    ),
-  }).map(({ requests, ...world }) => {
-    const credit = new Map(world.loans.map((l) => [l.loanNumber, l.creditCents]));
-    return {
-      ...world,
-      requests: requests.map(({ loanNumber, amountCents, nearCredit }) => {
-        const cents = credit.get(loanNumber);
-        const near = nearCredit === undefined || cents === undefined ? amountCents : Math.max(100, cents + nearCredit);
-        return { loanNumber, amountCents: near };
-      }),
-    };
-  });
+  fc
+    .record({
+      partnerId: fc.constantFrom(...partners),
+      loans: fc.array(
+        fc.record({
+          loanNumber: fc.constantFrom(...loanNumbers),
+          partnerId: fc.option(fc.constantFrom(...partners), { nil: undefined }),
+          creditCents: fc.option(fc.integer({ min: 0, max: 500_00 }), { nil: undefined, freq: 6 }),
+          creditFraction: fc.oneof(fc.constant(0), fc.constantFrom(0.5, 0.99, 0.01)),
+          fundingInvestorId: fc.option(fc.constantFrom('INV-1', 'INV-2', '', '   '), { nil: undefined, freq: 4 }),
+        }),
+        { maxLength: loanNumbers.length },
+      ),
+      drawnToday: fc.uniqueArray(fc.constantFrom(...loanNumbers), { maxLength: 2 }),
+      requests: fc.array(
+        fc.record({
+          loanNumber: fc.constantFrom(...loanNumbers),
+          amountCents: fc.oneof(fc.integer({ min: 100, max: 600_00 }), fc.constantFrom(100, 5_000, 10_000, 50_000)),
+          /** Half the time the amount sits on the loan's credit: one cent below, at, or one cent above. */
+          nearCredit: fc.option(fc.constantFrom(-1, 0, 1), { nil: undefined, freq: 2 }),
+        }),
+        { minLength: 1, maxLength: 12 },
+      ),
+    })
+    .map(({ requests, ...world }) => {
+      const credit = new Map(world.loans.map((l) => [l.loanNumber, l.creditCents]));
+      return {
+        ...world,
+        requests: requests.map(({ loanNumber, amountCents, nearCredit }) => {
+          const cents = credit.get(loanNumber);
+          const near = nearCredit === undefined || cents === undefined ? amountCents : Math.max(100, cents + nearCredit);
+          return { loanNumber, amountCents: near };
+        }),
+      };
+    });

@@ -110,7 +110,7 @@ export class Harness {
       inInvocation: (_invocation, work) => work(),
       batch: (record) => void this.records.push(record),
       dataQuality: () => undefined,
-      flush: async () => undefined,
+      flush: () => Promise.resolve(),
     };
     this.deps = createDependencies(this.config, { telemetry, ...options });
     this.handler = createDrawRequestHandler(this.deps);

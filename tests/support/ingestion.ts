@@ -14,7 +14,10 @@ export interface Envelope {
   readonly time: string;
   readonly iKey?: string;
   readonly tags: Record<string, string>;
-  readonly data: { readonly baseType: string; readonly baseData: Record<string, unknown> & { properties?: Record<string, string>; measurements?: Record<string, number> } };
+  readonly data: {
+    readonly baseType: string;
+    readonly baseData: Record<string, unknown> & { properties?: Record<string, string>; measurements?: Record<string, number> };
+  };
 }
 
 export interface Ingestion {
@@ -48,7 +51,12 @@ export async function startIngestion(): Promise<Ingestion> {
       rawBodies.push(text);
       let received = 0;
       if (req.url?.includes('/track')) {
-        const parsed = text.trim().startsWith('[') ? (JSON.parse(text) as Envelope[]) : text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Envelope);
+        const parsed = text.trim().startsWith('[')
+          ? (JSON.parse(text) as Envelope[])
+          : text
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l) as Envelope);
         envelopes.push(...parsed);
         received = parsed.length;
       }

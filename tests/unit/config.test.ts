@@ -286,7 +286,10 @@ describe('loadConfig: TABLES_CONNECTION_STRING is checked without being echoed',
   test.each([
     ['garbage-secret-value', 'TABLES_CONNECTION_STRING is not a storage connection string with a table endpoint'],
     ['AccountName=acct;AccountKey=c2VjcmV0LWtleQ==', 'TABLES_CONNECTION_STRING is not a storage connection string with a table endpoint'],
-    ['DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=c2VjcmV0LWtleQ==;EndpointSuffix=core.windows.net', 'TABLES_CONNECTION_STRING must use https (http is allowed only for localhost)'],
+    [
+      'DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=c2VjcmV0LWtleQ==;EndpointSuffix=core.windows.net',
+      'TABLES_CONNECTION_STRING must use https (http is allowed only for localhost)',
+    ],
   ])('%p', (connectionString, problem) => {
     const error = configError(withEnv({ TABLES_CONNECTION_STRING: connectionString }));
     expect(error.problems).toEqual([problem]);

@@ -19,13 +19,19 @@ describe('the error catalogue cannot drift', () => {
   });
 
   test('the document pairs each code with its exact error name', () => {
-    const pairs = Object.fromEntries(schemas.ElementError.oneOf.map((s: { properties: { code: { const: string }; error: { const: string } } }) => [s.properties.code.const, s.properties.error.const]));
+    const pairs = Object.fromEntries(
+      schemas.ElementError.oneOf.map((s: { properties: { code: { const: string }; error: { const: string } } }) => [
+        s.properties.code.const,
+        s.properties.error.const,
+      ]),
+    );
     expect(pairs).toEqual(ERROR_NAMES);
   });
 
   test.each(['README.md', 'docs/partners.md'])('%s lists every code with its exact name', (file) => {
     const text = read(file);
-    for (const [code, name] of Object.entries(ERROR_NAMES)) expect(text).toMatch(new RegExp(`\\|\\s*\`${code}\`\\s*\\|\\s*${name}\\s*\\||\\|\\s*${name}\\s*\\|\\s*\`${code}\`\\s*\\|`));
+    for (const [code, name] of Object.entries(ERROR_NAMES))
+      expect(text).toMatch(new RegExp(`\\|\\s*\`${code}\`\\s*\\|\\s*${name}\\s*\\||\\|\\s*${name}\\s*\\|\\s*\`${code}\`\\s*\\|`));
   });
 });
 
@@ -35,7 +41,10 @@ describe('every response the code can build matches the document', () => {
     ['204 replay', accepted(RID, true)],
     ['400 per element', badRequest(RID, [{ index: 0, loanNumber: 7, code: 'InvalidAmount', pointer: '/0/amount', detail: 'd' }], 2)],
     ['400 request-level', badRequest(RID, [{ code: 'InvalidRequest', detail: 'd' }])],
-    ...Object.keys(ERROR_NAMES).map((code): [string, HttpResponseInit] => [`400 ${code}`, badRequest(RID, [{ index: 3, code: code as keyof typeof ERROR_NAMES, detail: 'd' }], 4)]),
+    ...Object.keys(ERROR_NAMES).map((code): [string, HttpResponseInit] => [
+      `400 ${code}`,
+      badRequest(RID, [{ index: 3, code: code as keyof typeof ERROR_NAMES, detail: 'd' }], 4),
+    ]),
     ['401 without a token', unauthorized(RID, false)],
     ['401 with a token', unauthorized(RID, true)],
     ['500', internalError(RID)],
@@ -51,12 +60,24 @@ describe('the validator refuses what partners were not promised', () => {
     ['an undocumented status', { ...toReply(accepted(RID)), status: 418 }, /418 is not documented/],
     ['a 204 with a body', { ...toReply(accepted(RID)), text: '{}' }, /no body/],
     ['no X-Request-Id', { ...toReply(accepted(RID)), headers: {} }, /X-Request-Id is required/],
-    ['Idempotent-Replay other than true', { ...toReply(accepted(RID)), headers: { 'x-request-id': RID, 'idempotent-replay': 'false' } }, /Idempotent-Replay must be true/],
+    [
+      'Idempotent-Replay other than true',
+      { ...toReply(accepted(RID)), headers: { 'x-request-id': RID, 'idempotent-replay': 'false' } },
+      /Idempotent-Replay must be true/,
+    ],
     ['a wrong error name for a code', { ...ok400, text: ok400.text.replace('Invalid Amount', 'Invalid Loan Number') }, /body\/errors\/0/],
     ['an unknown code', { ...ok400, text: ok400.text.replace(/"code":"InvalidAmount"/, '"code":"Nope"') }, /body\/errors\/0\/code/],
     ['a negative index', { ...ok400, text: ok400.text.replace('"index":0', '"index":-1') }, /body\/errors\/0\/index/],
-    ['a 502 that leaks errors', { ...toReply(dependencyFailed(RID)), text: JSON.stringify({ ...JSON.parse(toReply(dependencyFailed(RID)).text), errors: [] }) }, /additional properties/],
-    ['plain JSON instead of problem+json', { ...ok400, headers: { ...ok400.headers, 'content-type': 'application/json' } }, /content type application\/json is not documented/],
+    [
+      'a 502 that leaks errors',
+      { ...toReply(dependencyFailed(RID)), text: JSON.stringify({ ...JSON.parse(toReply(dependencyFailed(RID)).text), errors: [] }) },
+      /additional properties/,
+    ],
+    [
+      'plain JSON instead of problem+json',
+      { ...ok400, headers: { ...ok400.headers, 'content-type': 'application/json' } },
+      /content type application\/json is not documented/,
+    ],
   ])('%s', (_name, reply, message) => {
     expect(contractViolations(reply).join('\n')).toMatch(message);
   });
@@ -66,9 +87,12 @@ describe('the document agrees with the code on Idempotency-Key', () => {
   const pattern = new RegExp(doc.components.parameters.IdempotencyKey.schema.pattern);
   test('a value matches the documented pattern exactly when the service accepts it as a key', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 140 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.string({ minLength: 120, maxLength: 135 })), (value) => {
-        expect(readIdempotencyKey({ get: () => value }).ok).toBe(pattern.test(value));
-      }),
+      fc.property(
+        fc.oneof(fc.string({ maxLength: 140 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.string({ minLength: 120, maxLength: 135 })),
+        (value) => {
+          expect(readIdempotencyKey({ get: () => value }).ok).toBe(pattern.test(value));
+        },
+      ),
     );
   });
 
@@ -83,7 +107,9 @@ describe('the document agrees with the code on Idempotency-Key', () => {
 test('the examples in the document are valid responses', () => {
   const responses = doc.paths['/DrawRequest'].post.responses;
   let checked = 0;
-  for (const [status, response] of Object.entries(responses) as [string, { content?: Record<string, { example?: unknown; examples?: Record<string, { value: unknown }> }> }][]) {
+  for (const [status, response] of Object.entries<{ content?: Record<string, { example?: unknown; examples?: Record<string, { value: unknown }> }> }>(
+    responses,
+  )) {
     for (const [type, media] of Object.entries(response.content ?? {})) {
       const examples = media.examples ? Object.values(media.examples).map((e) => e.value) : [media.example];
       for (const example of examples) {

@@ -11,8 +11,15 @@ const reference = (at: Date, timeZone: string) => {
 // Whole-hour, half-hour and 45-minute offsets, and zones with daylight saving (Lord Howe shifts by 30 minutes).
 const ZONES = ['UTC', 'America/New_York', 'Europe/London', 'Asia/Kolkata', 'Asia/Kathmandu', 'Pacific/Chatham', 'Australia/Lord_Howe', 'America/St_Johns'];
 
-test('minute by minute across midnight and daylight-saving changes, in every zone, the day is the formatter\'s', () => {
-  const starts = ['2026-03-07T12:00:00Z', '2026-03-28T12:00:00Z', '2026-04-04T12:00:00Z', '2026-10-03T12:00:00Z', '2026-10-31T12:00:00Z', '2026-12-31T00:00:00Z'];
+test("minute by minute across midnight and daylight-saving changes, in every zone, the day is the formatter's", () => {
+  const starts = [
+    '2026-03-07T12:00:00Z',
+    '2026-03-28T12:00:00Z',
+    '2026-04-04T12:00:00Z',
+    '2026-10-03T12:00:00Z',
+    '2026-10-31T12:00:00Z',
+    '2026-12-31T00:00:00Z',
+  ];
   const wrong: string[] = [];
   for (const start of starts) {
     for (let minute = 0; minute < 48 * 60; minute += 1) {
@@ -25,7 +32,7 @@ test('minute by minute across midnight and daylight-saving changes, in every zon
   expect(wrong).toEqual([]);
 });
 
-test('any instant, in any order, to the millisecond: the day is the formatter\'s', () => {
+test("any instant, in any order, to the millisecond: the day is the formatter's", () => {
   const instant = fc.integer({ min: Date.parse('2000-01-01T00:00:00Z'), max: Date.parse('2100-01-01T00:00:00Z') });
   fc.assert(
     fc.property(fc.array(fc.tuple(instant, fc.constantFrom(...ZONES)), { minLength: 1, maxLength: 20 }), (calls) => {
@@ -35,7 +42,7 @@ test('any instant, in any order, to the millisecond: the day is the formatter\'s
   );
 });
 
-test('instants one millisecond apart on either side of a zone\'s midnight', () => {
+test("instants one millisecond apart on either side of a zone's midnight", () => {
   // 2026-11-22 00:00 in New York (UTC-5) is 05:00 UTC.
   const midnight = Date.parse('2026-11-22T05:00:00Z');
   expect(drawDay(new Date(midnight - 1), 'America/New_York')).toBe('2026-11-21');

@@ -116,7 +116,7 @@ test('each row of the commit is sent with numbers as JSON numbers and their EDM 
   expect(request.body).toContain('"Amount":100,"Amount@odata.type":"Edm.Double"');
 });
 
-test('a keyed batch\'s rows also carry the key and the batch hash, as strings', async () => {
+test("a keyed batch's rows also carry the key and the batch hash, as strings", async () => {
   const rows: DrawRow[] = [{ loanNumber: 1234567, amount: 250.75, requestor: 'jane.doe@partner.example', batchIndex: 0 }];
   captured.length = 0;
   const retry = { key: 'order-2026-05-04-001', hash: 'c2hhMjU2LWJhdGNoLWhhc2g' };

@@ -7,7 +7,7 @@ import { creditDollars, modelVerdicts, scenario, type ModelLoan } from '../suppo
 const PARTNERS = ['P1', 'P2', 'p1'];
 const LOANS = [1, 2, 3, 4, 5, 6, 7, 8];
 
-test('for 5,000 generated worlds and batches, every element gets the model\'s verdict (precedence included)', () => {
+test("for 5,000 generated worlds and batches, every element gets the model's verdict (precedence included)", () => {
   fc.assert(
     fc.property(scenario(PARTNERS, LOANS), (world) => {
       const modelLoans = new Map<number, ModelLoan>(world.loans.map((l) => [l.loanNumber, l]));

@@ -31,22 +31,45 @@ function run(requests: DrawRequest[], loanMap: Map<string, Loan>, drawnToday: st
 /** The exact errors the contract documents for each rule, for element `index` on loan `loanNumber`. */
 const expected = {
   notFound: (index: number, loanNumber: number): ElementError => ({
-    index, loanNumber, code: 'InvalidLoanNumber', pointer: `/${index}/loanNumber`, detail: DETAILS.loanNotFound,
+    index,
+    loanNumber,
+    code: 'InvalidLoanNumber',
+    pointer: `/${index}/loanNumber`,
+    detail: DETAILS.loanNotFound,
   }),
   notAuthorized: (index: number, loanNumber: number): ElementError => ({
-    index, loanNumber, code: 'InvalidAuthorization', pointer: `/${index}/loanNumber`, detail: DETAILS.notAuthorized,
+    index,
+    loanNumber,
+    code: 'InvalidAuthorization',
+    pointer: `/${index}/loanNumber`,
+    detail: DETAILS.notAuthorized,
   }),
   noInvestor: (index: number, loanNumber: number): ElementError => ({
-    index, loanNumber, code: 'InvalidFundingInvestor', detail: DETAILS.noFundingInvestor,
+    index,
+    loanNumber,
+    code: 'InvalidFundingInvestor',
+    detail: DETAILS.noFundingInvestor,
   }),
   aboveCredit: (index: number, loanNumber: number): ElementError => ({
-    index, loanNumber, code: 'InvalidAmount', pointer: `/${index}/amount`, detail: DETAILS.amountAboveCredit,
+    index,
+    loanNumber,
+    code: 'InvalidAmount',
+    pointer: `/${index}/amount`,
+    detail: DETAILS.amountAboveCredit,
   }),
   alreadyToday: (index: number, loanNumber: number): ElementError => ({
-    index, loanNumber, code: 'PendingTransactionRequest', pointer: `/${index}/loanNumber`, detail: DETAILS.alreadyToday,
+    index,
+    loanNumber,
+    code: 'PendingTransactionRequest',
+    pointer: `/${index}/loanNumber`,
+    detail: DETAILS.alreadyToday,
   }),
   duplicate: (index: number, loanNumber: number): ElementError => ({
-    index, loanNumber, code: 'PendingTransactionRequest', pointer: `/${index}/loanNumber`, detail: DETAILS.duplicateInBatch,
+    index,
+    loanNumber,
+    code: 'PendingTransactionRequest',
+    pointer: `/${index}/loanNumber`,
+    detail: DETAILS.duplicateInBatch,
   }),
 };
 
@@ -153,7 +176,7 @@ describe('applyDrawRules: precedence (each element gets the first rule that appl
     });
   });
 
-  test('no information about another partner\'s loan leaks: the error has only index, loanNumber, code, pointer, detail', () => {
+  test("no information about another partner's loan leaks: the error has only index, loanNumber, code, pointer, detail", () => {
     const verdict = run([req(0, 3, 10)], loans({ 3: loan({ partnerId: 'x', availableCredit: 1, fundingInvestorId: '' }) }));
     expect(verdict).toStrictEqual({ accepted: false, errors: [expected.notAuthorized(0, 3)] });
   });
@@ -221,7 +244,7 @@ describe('creditCents', () => {
     [NaN, 0],
     [Infinity, 0],
   ])('availableCredit %p → %p cents', (availableCredit, cents) => {
-    expect(creditCents({ availableCredit } as Loan)).toBe(cents);
+    expect(creditCents({ availableCredit })).toBe(cents);
   });
 });
 
@@ -249,10 +272,12 @@ describe('applyDrawRules: rule 8 pending (today vs same batch)', () => {
 
   test('duplicates are detected on the canonical loan number ("0007" and 7 are the same loan)', () => {
     const parsed = parseDrawRequests(
-      Buffer.from(JSON.stringify([
-        { loanNumber: '0007', requestor: 'a', amount: 5 },
-        { loanNumber: 7, requestor: 'b', amount: 6 },
-      ])),
+      Buffer.from(
+        JSON.stringify([
+          { loanNumber: '0007', requestor: 'a', amount: 5 },
+          { loanNumber: 7, requestor: 'b', amount: 6 },
+        ]),
+      ),
       100,
     );
     if (!parsed.ok) throw new Error('fixture did not parse');

@@ -31,7 +31,13 @@ describe('readIdempotencyKey', () => {
     const invalid = fc.oneof(
       fc.constant(''),
       fc.string({ minLength: 129, maxLength: 300 }).filter((s) => /^[\x21-\x7e]+$/.test(s)),
-      fc.tuple(fc.string({ maxLength: 60 }), fc.oneof(fc.constant(' '), fc.constant('\t'), fc.constant('\x7f'), fc.constant('é'), fc.constant('\u0000')), fc.string({ maxLength: 60 })).map(([a, b, c]) => a + b + c),
+      fc
+        .tuple(
+          fc.string({ maxLength: 60 }),
+          fc.oneof(fc.constant(' '), fc.constant('\t'), fc.constant('\x7f'), fc.constant('é'), fc.constant('\u0000')),
+          fc.string({ maxLength: 60 }),
+        )
+        .map(([a, b, c]) => a + b + c),
     );
     fc.assert(
       fc.property(invalid, (value) => {
@@ -42,7 +48,11 @@ describe('readIdempotencyKey', () => {
 });
 
 describe('batchHash', () => {
-  const element = fc.record({ loanNumber: fc.integer({ min: 1 }), amount: fc.integer({ min: 100, max: 10_000_00 }).map((c) => c / 100), requestor: fc.string({ minLength: 1 }) });
+  const element = fc.record({
+    loanNumber: fc.integer({ min: 1 }),
+    amount: fc.integer({ min: 100, max: 10_000_00 }).map((c) => c / 100),
+    requestor: fc.string({ minLength: 1 }),
+  });
 
   test('is a SHA-256 hex digest', () => {
     expect(batchHash([{ loanNumber: 1, amount: 1, requestor: 'a' }])).toMatch(/^[0-9a-f]{64}$/);
@@ -66,7 +76,10 @@ describe('batchHash', () => {
 
   test('field boundaries cannot be shifted to forge the same hash', () => {
     expect(batchHash([{ loanNumber: 1, amount: 1, requestor: 'a","b' }])).not.toBe(
-      batchHash([{ loanNumber: 1, amount: 1, requestor: 'a' }, { loanNumber: 1, amount: 1, requestor: 'b' }]),
+      batchHash([
+        { loanNumber: 1, amount: 1, requestor: 'a' },
+        { loanNumber: 1, amount: 1, requestor: 'b' },
+      ]),
     );
   });
 });
@@ -86,25 +99,41 @@ describe('judgeRetry', () => {
 
   test.each<[string, PriorDraw[], string | undefined, ReturnType<typeof judgeRetry>]>([
     ['nothing today', [], undefined, { kind: 'new' }],
-    ['rows of other submissions only', [row({ idempotencyKey: undefined, batchHash: undefined }), row({ idempotencyKey: 'other' })], undefined, { kind: 'new' }],
+    [
+      'rows of other submissions only',
+      [row({ idempotencyKey: undefined, batchHash: undefined }), row({ idempotencyKey: 'other' })],
+      undefined,
+      { kind: 'new' },
+    ],
     ['a row of this partner, key and batch', [row()], undefined, { kind: 'replay', originalRequestId: 'r1' }],
-    ['one matching row among others (the batch landed atomically)', [row({ idempotencyKey: undefined }), row({ requestId: 'r9' })], 'H', { kind: 'replay', originalRequestId: 'r9' }],
+    [
+      'one matching row among others (the batch landed atomically)',
+      [row({ idempotencyKey: undefined }), row({ requestId: 'r9' })],
+      'H',
+      { kind: 'replay', originalRequestId: 'r9' },
+    ],
     ['the record names this batch but no row landed', [], 'H', { kind: 'new' }],
     ['the record names another batch', [], 'other', { kind: 'reused' }],
     ['a row under this key with another batch', [row({ batchHash: 'other' })], undefined, { kind: 'reused' }],
-    ['another partner\'s row under the same key and hash', [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
-    ['another partner\'s row under the same key, and our record names this batch', [row({ partnerId: 'Q', batchHash: 'x' })], 'H', { kind: 'new' }],
+    ["another partner's row under the same key and hash", [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
+    ["another partner's row under the same key, and our record names this batch", [row({ partnerId: 'Q', batchHash: 'x' })], 'H', { kind: 'new' }],
   ])('%s', (_name, rows, recordHash, verdict) => {
     expect(judgeRetry(batch, rows, recordHash)).toEqual(verdict);
   });
 
   test.each<[string, PriorDraw[], PriorDraw[], string | undefined, ReturnType<typeof judgeRetry>]>([
-    ['the previous day\'s row of this partner, key and batch', [], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 'y1' }],
-    ['the previous day\'s row under this key with another batch: the key is free today', [], [row({ batchHash: 'other' })], undefined, { kind: 'new' }],
-    ['another partner\'s row of the previous day', [], [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
-    ['today reused, but the previous day holds this very batch: it landed, so a replay', [row({ batchHash: 'other' })], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 'y1' }],
-    ['today\'s match is answered first', [row({ requestId: 't1' })], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 't1' }],
-    ['today\'s record of another batch, nothing landed', [], [row({ batchHash: 'other' })], 'other', { kind: 'reused' }],
+    ["the previous day's row of this partner, key and batch", [], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 'y1' }],
+    ["the previous day's row under this key with another batch: the key is free today", [], [row({ batchHash: 'other' })], undefined, { kind: 'new' }],
+    ["another partner's row of the previous day", [], [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
+    [
+      'today reused, but the previous day holds this very batch: it landed, so a replay',
+      [row({ batchHash: 'other' })],
+      [row({ requestId: 'y1' })],
+      undefined,
+      { kind: 'replay', originalRequestId: 'y1' },
+    ],
+    ["today's match is answered first", [row({ requestId: 't1' })], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 't1' }],
+    ["today's record of another batch, nothing landed", [], [row({ batchHash: 'other' })], 'other', { kind: 'reused' }],
   ])('%s', (_name, today, previousDay, recordHash, verdict) => {
     expect(judgeRetry(batch, today, recordHash, previousDay)).toEqual(verdict);
   });
@@ -122,7 +151,7 @@ describe('previousDayInWindow', () => {
     expect(window('2031-04-01T12:00:00Z')).toBeUndefined();
   });
 
-  test('follows the business day\'s zone, across a month, a year and a change of clocks', () => {
+  test("follows the business day's zone, across a month, a year and a change of clocks", () => {
     expect(window('2031-11-20T05:00:30Z', 'America/New_York')).toBe('2031-11-19');
     expect(window('2031-11-20T00:00:30Z', 'America/New_York')).toBeUndefined(); // 19:00 local
     expect(window('2032-01-01T00:10:00Z')).toBe('2031-12-31');

@@ -70,11 +70,17 @@ const ESCAPES: Record<string, string> = { '\\\\': '\\', "\\'": "'", '\\n': '\n',
 const named = (node: SyntaxNode): SyntaxNode[] => node.namedChildren.filter((c) => c.type !== 'comment' && c.type !== 'diagnostic_comment');
 
 /** The literal value of a node; anything else (references, calls, interpolated strings) as an Expr. */
+/** A value that must be a string in well-formed Bicep (a key, a type, a path). */
+function stringOf(value: Value | undefined): string {
+  if (typeof value !== 'string') throw new Error(`expected a string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 function literal(node: SyntaxNode): Value {
   switch (node.type) {
     case 'string':
       if (node.namedChildren.some((c) => c.type === 'interpolation')) return new Expr(node.text);
-      return node.namedChildren.map((c) => (c.type === 'escape_sequence' ? ESCAPES[c.text] ?? c.text : c.text)).join('');
+      return node.namedChildren.map((c) => (c.type === 'escape_sequence' ? (ESCAPES[c.text] ?? c.text) : c.text)).join('');
     case 'number':
       return Number(node.text);
     case 'boolean':
@@ -88,7 +94,7 @@ function literal(node: SyntaxNode): Value {
       for (const property of named(node)) {
         const [key, value] = named(property);
         if (property.type !== 'object_property' || key.type === 'resource_declaration') continue; // nested child resource
-        object[key.type === 'string' ? String(literal(key)) : key.text] = literal(value);
+        object[key.type === 'string' ? stringOf(literal(key)) : key.text] = literal(value);
       }
       return object;
     }
@@ -125,7 +131,9 @@ function syntaxErrors(root: SyntaxNode): string[] {
   const errors: string[] = [];
   const visit = (node: SyntaxNode): void => {
     if (node.type === 'ERROR' || node.isMissing) {
-      errors.push(`${node.isMissing ? `MISSING "${node.type}"` : 'ERROR'} at ${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.text.slice(0, 60)}`);
+      errors.push(
+        `${node.isMissing ? `MISSING "${node.type}"` : 'ERROR'} at ${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.text.slice(0, 60)}`,
+      );
     }
     for (const child of node.children) visit(child);
   };
@@ -167,7 +175,7 @@ function model(parser: Parser, path: string): BicepFile {
         file.outputs.add(symbol.text);
         break;
       case 'resource_declaration': {
-        const typeWithVersion = String(literal(second));
+        const typeWithVersion = stringOf(literal(second));
         file.resources.push({
           symbol: symbol.text,
           typeWithVersion,
@@ -179,7 +187,7 @@ function model(parser: Parser, path: string): BicepFile {
       }
       case 'module_declaration': {
         const body = bodyOf(node);
-        file.modules.push({ symbol: symbol.text, path: String(literal(second)), params: (body.params as ObjectValue) ?? {}, body });
+        file.modules.push({ symbol: symbol.text, path: stringOf(literal(second)), params: (body.params as ObjectValue) ?? {}, body });
         break;
       }
       default:
@@ -201,12 +209,15 @@ function unresolvedIdentifiers(file: BicepFile): string[] {
     for (const child of node.namedChildren) visitDeclarations(child);
   };
   visitDeclarations(file.root);
-  const same = (a: SyntaxNode | null | undefined, b: SyntaxNode): boolean => a !== null && a !== undefined && a.startIndex === b.startIndex && a.endIndex === b.endIndex;
+  const same = (a: SyntaxNode | null | undefined, b: SyntaxNode): boolean =>
+    a !== null && a !== undefined && a.startIndex === b.startIndex && a.endIndex === b.endIndex;
   const unresolved: string[] = [];
   const visit = (node: SyntaxNode): void => {
     const parent = node.parent;
     if (node.type === 'identifier' && parent !== null) {
-      const isDeclarationName = ['parameter_declaration', 'variable_declaration', 'resource_declaration', 'module_declaration', 'output_declaration'].includes(parent.type) && same(named(parent)[0], node);
+      const isDeclarationName =
+        ['parameter_declaration', 'variable_declaration', 'resource_declaration', 'module_declaration', 'output_declaration'].includes(parent.type) &&
+        same(named(parent)[0], node);
       const isKey = parent.type === 'object_property' && same(named(parent)[0], node);
       const isFunction = parent.type === 'call_expression' && same(parent.childForFieldName('function'), node);
       const isChildResource = parent.type === 'resource_expression' && same(parent.childForFieldName('resource'), node);
@@ -227,9 +238,10 @@ function unknownModuleOutputs(file: BicepFile, files: Map<string, BicepFile>): s
   const visit = (node: SyntaxNode): void => {
     if (node.type === 'member_expression') {
       const object = node.childForFieldName('object');
-      const module = object?.type === 'member_expression' && object.childForFieldName('property')?.text === 'outputs'
-        ? file.modules.find((m) => m.symbol === object.childForFieldName('object')?.text)
-        : undefined;
+      const module =
+        object?.type === 'member_expression' && object.childForFieldName('property')?.text === 'outputs'
+          ? file.modules.find((m) => m.symbol === object.childForFieldName('object')?.text)
+          : undefined;
       const output = node.childForFieldName('property')?.text ?? '';
       const target = module === undefined ? undefined : files.get(resolve(dirname(file.path), module.path));
       if (module !== undefined && !target?.outputs.has(output)) unknown.push(`${module.symbol}.outputs.${output}`);
@@ -305,11 +317,11 @@ describe('Bicep files parse with the tree-sitter Bicep grammar', () => {
   });
 
   test('the grammar rejects broken Bicep (the check can fail)', () => {
-    const broken = ["param x int =\n", "resource r 'A/b@2020-01-01' = {\n  name: 'x'\n", "var y = [\n  'a'\n", "var s = 'open\n", "output o string = (1 + 2\n"];
+    const broken = ['param x int =\n', "resource r 'A/b@2020-01-01' = {\n  name: 'x'\n", "var y = [\n  'a'\n", "var s = 'open\n", 'output o string = (1 + 2\n'];
     for (const source of broken) expect(syntaxErrors(parser.parse(source).rootNode)).not.toEqual([]);
   });
 
-  test('the grammar is loaded from tree-sitter-bicep\'s WebAssembly build (ABI 13–14 for web-tree-sitter 0.24)', () => {
+  test("the grammar is loaded from tree-sitter-bicep's WebAssembly build (ABI 13–14 for web-tree-sitter 0.24)", () => {
     expect(parser.getLanguage().version).toBeGreaterThanOrEqual(13);
     expect(parser.getLanguage().version).toBeLessThanOrEqual(14);
   });
@@ -351,7 +363,11 @@ describe('modules, references and API versions', () => {
   });
 
   test('every resource has a full type and a pinned, non-preview API version', () => {
-    const loose = [...files.values()].flatMap((f) => f.resources.filter((r) => !/^[A-Za-z]+\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}$/.test(r.typeWithVersion)).map((r) => `${f.name}: ${r.symbol} ${r.typeWithVersion}`));
+    const loose = [...files.values()].flatMap((f) =>
+      f.resources
+        .filter((r) => !/^[A-Za-z]+\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}$/.test(r.typeWithVersion))
+        .map((r) => `${f.name}: ${r.symbol} ${r.typeWithVersion}`),
+    );
     expect(loose).toEqual([]);
   });
 });
@@ -379,8 +395,9 @@ function typeProblems(param: Param, value: unknown): string[] {
   if (check === undefined) return [`${param.name}: type ${param.type} is not one this test checks`];
   if (!check(value)) return [`${param.name}: ${JSON.stringify(value)} is not a ${param.type}`];
   const [allowed] = param.decorators.allowed ?? [];
-  if (Array.isArray(allowed) && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(value))) problems.push(`${param.name}: ${JSON.stringify(value)} is not one of ${JSON.stringify(allowed)}`);
-  const bound = (name: string): number | undefined => (typeof param.decorators[name]?.[0] === 'number' ? (param.decorators[name][0] as number) : undefined);
+  if (Array.isArray(allowed) && !allowed.some((a) => JSON.stringify(a) === JSON.stringify(value)))
+    problems.push(`${param.name}: ${JSON.stringify(value)} is not one of ${JSON.stringify(allowed)}`);
+  const bound = (name: string): number | undefined => (typeof param.decorators[name]?.[0] === 'number' ? param.decorators[name][0] : undefined);
   const size = typeof value === 'string' || Array.isArray(value) ? value.length : undefined;
   if (bound('minValue') !== undefined && (value as number) < (bound('minValue') as number)) problems.push(`${param.name}: below @minValue`);
   if (bound('maxValue') !== undefined && (value as number) > (bound('maxValue') as number)) problems.push(`${param.name}: above @maxValue`);
@@ -431,7 +448,9 @@ describe('environments differ where they should', () => {
 
   test('prod pages on-call through an action group; dev does not page', () => {
     expect(envValue('prod', 'alertsEnabled')).toBe(true);
-    expect(envValue('prod', 'onCallActionGroupId')).toMatch(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Insights\/actionGroups\/[^/]+$/i);
+    expect(envValue('prod', 'onCallActionGroupId')).toMatch(
+      /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Insights\/actionGroups\/[^/]+$/i,
+    );
     expect(envValue('dev', 'alertsEnabled')).toBe(false);
   });
 
@@ -456,16 +475,21 @@ describe('no secret in the templates', () => {
   };
 
   test('a @secure() parameter has no default, and secret-looking parameters are @secure()', () => {
-    const problems = [...files.values()].flatMap((f) => [...f.params.values()].flatMap((p) => {
-      if ('secure' in p.decorators) return p.hasDefault ? [`${f.name}: ${p.name} has a default`] : [];
-      return SECRET_NAME.test(p.name) && !(p.name in NOT_SECRET) ? [`${f.name}: ${p.name} looks secret but is not @secure()`] : [];
-    }));
+    const problems = [...files.values()].flatMap((f) =>
+      [...f.params.values()].flatMap((p) => {
+        if ('secure' in p.decorators) return p.hasDefault ? [`${f.name}: ${p.name} has a default`] : [];
+        return SECRET_NAME.test(p.name) && !(p.name in NOT_SECRET) ? [`${f.name}: ${p.name} looks secret but is not @secure()`] : [];
+      }),
+    );
     expect(problems).toEqual([]);
   });
 
   test('no key is listed or embedded: everything authenticates with the managed identity', () => {
     for (const f of files.values()) {
-      expect({ file: f.name, text: f.root.text.match(/list(Keys|ConnectionStrings|Secrets|AccountSas|ServiceSas)\s*\(|AccountKey=|SharedAccessSignature/g) }).toEqual({ file: f.name, text: null });
+      expect({
+        file: f.name,
+        text: f.root.text.match(/list(Keys|ConnectionStrings|Secrets|AccountSas|ServiceSas)\s*\(|AccountKey=|SharedAccessSignature/g),
+      }).toEqual({ file: f.name, text: null });
     }
   });
 });
@@ -491,20 +515,29 @@ const FROM_PARAMETER: Partial<Record<SettingName, string>> = {
   TELEMETRY_SAMPLING_PERCENTAGE: 'telemetrySamplingPercentage',
 };
 const FROM_RESOURCES: Partial<Record<SettingName, string>> = {
-  TABLES_ENDPOINT: 'the storage account\'s table endpoint (storage module output)',
+  TABLES_ENDPOINT: "the storage account's table endpoint (storage module output)",
   APPLICATIONINSIGHTS_CONNECTION_STRING: 'the Application Insights component (monitoring module output)',
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: "Authorization=AAD with the app's user-assigned identity (identity module output)",
 };
 /** Settings the service reads that are deliberately not set in Azure, each with the reason. */
 const NOT_SET_IN_AZURE: Partial<Record<SettingName, string>> = {
-  TABLES_CONNECTION_STRING: 'the app reaches the tables with its managed identity through TABLES_ENDPOINT; the account allows no shared key, and setting both fails start-up',
-  AUTH_OPENID_CONFIG_URL: 'derived by the service from AUTH_AUTHORITY_HOST and AUTH_TENANT_ID (the tenant\'s v2.0 metadata)',
+  TABLES_CONNECTION_STRING:
+    'the app reaches the tables with its managed identity through TABLES_ENDPOINT; the account allows no shared key, and setting both fails start-up',
+  AUTH_OPENID_CONFIG_URL: "derived by the service from AUTH_AUTHORITY_HOST and AUTH_TENANT_ID (the tenant's v2.0 metadata)",
 };
 /** Settings Flex Consumption rejects or ignores (its functionAppConfig holds runtime, scale and package). */
 const FLEX_DEPRECATED = [
-  'FUNCTIONS_WORKER_RUNTIME', 'FUNCTIONS_EXTENSION_VERSION', 'WEBSITE_RUN_FROM_PACKAGE', 'WEBSITE_CONTENTSHARE',
-  'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING', 'WEBSITE_NODE_DEFAULT_VERSION', 'SCM_DO_BUILD_DURING_DEPLOYMENT',
-  'ENABLE_ORYX_BUILD', 'WEBSITE_TIME_ZONE', 'TZ', 'AzureWebJobsStorage',
+  'FUNCTIONS_WORKER_RUNTIME',
+  'FUNCTIONS_EXTENSION_VERSION',
+  'WEBSITE_RUN_FROM_PACKAGE',
+  'WEBSITE_CONTENTSHARE',
+  'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING',
+  'WEBSITE_NODE_DEFAULT_VERSION',
+  'SCM_DO_BUILD_DURING_DEPLOYMENT',
+  'ENABLE_ORYX_BUILD',
+  'WEBSITE_TIME_ZONE',
+  'TZ',
+  'AzureWebJobsStorage',
 ];
 
 function appSettings(): ObjectValue {
@@ -568,7 +601,7 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     expect(exprText(mainModule('functionApp').params.identityClientId)).toBe('identity.outputs.clientId');
   });
 
-  test('the host refuses bodies a little above the service\'s own limit, before buffering them', () => {
+  test("the host refuses bodies a little above the service's own limit, before buffering them", () => {
     const limit = Number(moduleFile('functionApp').vars.get('requestBodySizeLimitBytes')?.text);
     expect(exprText(appSettings().FUNCTIONS_REQUEST_BODY_SIZE_LIMIT)).toBe('string(requestBodySizeLimitBytes)');
     expect(limit).toBeGreaterThan(LIMITS.bodyBytes); // up to it, the service answers its own documented 400
@@ -580,10 +613,18 @@ describe('app settings cover every setting the service reads (lib/config SETTING
   });
 
   test('the table parameters default to the tables the code defaults to (docs/contract.md §4)', () => {
-    const defaults = loadConfig({ AUTH_TENANT_ID: '72f988bf-86f1-41af-91ab-2d7cd011db47', AUTH_AUDIENCE: 'x', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }).tables;
+    const defaults = loadConfig({
+      AUTH_TENANT_ID: '72f988bf-86f1-41af-91ab-2d7cd011db47',
+      AUTH_AUDIENCE: 'x',
+      TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
+    }).tables;
     const param = (name: string): Value | undefined => mainFile().params.get(name)?.defaultValue;
-    expect([param('partnersTableName'), param('loansTableName'), param('drawsTableName'), param('idempotencyTableName')])
-      .toEqual([defaults.partnersTable, defaults.loansTable, defaults.drawsTable, defaults.idempotencyTable]);
+    expect([param('partnersTableName'), param('loansTableName'), param('drawsTableName'), param('idempotencyTableName')]).toEqual([
+      defaults.partnersTable,
+      defaults.loansTable,
+      defaults.drawsTable,
+      defaults.idempotencyTable,
+    ]);
   });
 
   test('the storage module creates the same four tables the settings and role assignments name', () => {
@@ -609,7 +650,8 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     };
     const settings: Settings = {
       TABLES_ENDPOINT: 'https://stdrawreqprodabc123.table.core.windows.net',
-      APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://eastus-8.in.applicationinsights.azure.com/',
+      APPLICATIONINSIGHTS_CONNECTION_STRING:
+        'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://eastus-8.in.applicationinsights.azure.com/',
     };
     for (const [setting, param] of Object.entries(FROM_PARAMETER)) {
       const v = value(param);
@@ -618,7 +660,7 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     return settings;
   }
 
-  test.each(ENVIRONMENTS)('the settings %s yields pass the service\'s own start-up validation', (env) => {
+  test.each(ENVIRONMENTS)("the settings %s yields pass the service's own start-up validation", (env) => {
     const config = loadConfig(settingsFor(env));
     expect(config.maxBatchSize).toBe(envValue(env, 'maxBatchSize') ?? 100);
     expect(config.drawDayTimeZone).toBe(envValue(env, 'drawDayTimeZone'));
@@ -627,7 +669,7 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     expect(config.tables.connectionString).toBeUndefined();
   });
 
-  test('every whole-number parameter\'s Bicep range is a range the service accepts', () => {
+  test("every whole-number parameter's Bicep range is a range the service accepts", () => {
     const ints = Object.entries(FROM_PARAMETER).filter(([, param]) => mainFile().params.get(param)?.type === 'int');
     expect(ints.length).toBeGreaterThan(0);
     for (const [, param] of ints) {
@@ -675,7 +717,10 @@ describe('security and hosting properties', () => {
     const site = resourceOf(app, 'Microsoft.Web/sites').body;
     expect(site.kind).toBe('functionapp,linux');
     expect(at(site, 'properties.functionAppConfig.runtime')).toEqual({ name: 'node', version: '22' });
-    expect(at(site, 'properties.functionAppConfig.scaleAndConcurrency')).toEqual({ instanceMemoryMB: new Expr('instanceMemoryMB'), maximumInstanceCount: new Expr('maximumInstanceCount') });
+    expect(at(site, 'properties.functionAppConfig.scaleAndConcurrency')).toEqual({
+      instanceMemoryMB: new Expr('instanceMemoryMB'),
+      maximumInstanceCount: new Expr('maximumInstanceCount'),
+    });
     expect(mainModule('functionApp').params.instanceMemoryMB).toEqual(new Expr('instanceMemoryMB'));
     expect(mainModule('functionApp').params.maximumInstanceCount).toEqual(new Expr('maximumInstanceCount'));
   });
@@ -706,14 +751,23 @@ describe('role assignments: built-in data roles at the narrowest scope', () => {
   };
 
   function assignments(): string[] {
-    return [...files.values()].flatMap((f) => f.resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments').map((r) => {
-      const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
-      const roleVar = exprText(at(r.body, 'properties.roleDefinitionId')).match(/roleDefinitions',\s*([A-Za-z_][A-Za-z0-9_]*)\)$/)?.[1] ?? '';
-      const role = f.vars.has(roleVar) ? String(literalVar(f, roleVar)) : roleVar;
-      const scopeName = scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`;
-      expect({ symbol: r.symbol, principalType: at(r.body, 'properties.principalType') }).toEqual({ symbol: r.symbol, principalType: 'ServicePrincipal' });
-      return `${ROLES[role] ?? `unexpected role ${role}`} → ${scopeName}`;
-    })).sort();
+    return [...files.values()]
+      .flatMap((f) =>
+        f.resources
+          .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
+          .map((r) => {
+            const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
+            const roleVar = exprText(at(r.body, 'properties.roleDefinitionId')).match(/roleDefinitions',\s*([A-Za-z_][A-Za-z0-9_]*)\)$/)?.[1] ?? '';
+            const role = f.vars.has(roleVar) ? stringOf(literalVar(f, roleVar)) : roleVar;
+            const scopeName = scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`;
+            expect({ symbol: r.symbol, principalType: at(r.body, 'properties.principalType') }).toEqual({
+              symbol: r.symbol,
+              principalType: 'ServicePrincipal',
+            });
+            return `${ROLES[role] ?? `unexpected role ${role}`} → ${scopeName}`;
+          }),
+      )
+      .sort();
   }
 
   test('exactly these roles at exactly these scopes', () => {
@@ -727,7 +781,7 @@ describe('role assignments: built-in data roles at the narrowest scope', () => {
     ]);
   });
 
-  test('they are granted to the app\'s managed identity', () => {
+  test("they are granted to the app's managed identity", () => {
     expect(exprText(mainModule('roleAssignments').params.principalId)).toBe('identity.outputs.principalId');
     expect(exprText(mainModule('roleAssignments').params.storageAccountName)).toBe('storage.outputs.name');
     expect(exprText(mainModule('roleAssignments').params.appInsightsName)).toBe('monitoring.outputs.appInsightsName');
@@ -741,7 +795,7 @@ describe('alerts that page on-call', () => {
   const PAGED: Record<'500' | '502' | '401', Outcome> = { 500: 'Failed', 502: 'DependencyFailed', 401: 'Unauthorized' };
   const alerts = (): BicepFile => moduleFile('alerts');
 
-  test('queries read the service\'s own event (lib/telemetry EVENT_NAME)', () => {
+  test("queries read the service's own event (lib/telemetry EVENT_NAME)", () => {
     expect(literalVar(mainFile(), 'eventName')).toBe(EVENT_NAME);
     expect(mainModule('alerts').params.eventName).toEqual(new Expr('eventName'));
     expect(exprText(literalVar(alerts(), 'invocations'))).toContain('customEvents | where name == "${eventName}"');
@@ -772,7 +826,7 @@ describe('alerts that page on-call', () => {
     expect(at(probe, 'properties.Kind')).toBe('standard');
     expect(at(probe, 'properties.Request.HttpVerb')).toBe('POST');
     expect(at(probe, 'properties.ValidationRules.ExpectedHttpStatusCode')).toBe(401);
-    const headers = (at(probe, 'properties.Request.Headers') as ObjectValue[]).map((h) => String(h.key).toLowerCase());
+    const headers = (at(probe, 'properties.Request.Headers') as ObjectValue[]).map((h) => stringOf(h.key).toLowerCase());
     expect(headers).not.toContain('authorization');
     expect(exprText(mainModule('alerts').params.probeUrl)).toMatch(/\/DrawRequest'$/);
     const host = JSON.parse(readFileSync(join(ROOT, 'host.json'), 'utf8')) as { extensions: { http: { routePrefix: string } } };
@@ -787,7 +841,11 @@ describe('alerts that page on-call', () => {
     for (const r of alerts().resources) {
       const enabled = r.type === 'Microsoft.Insights/webtests' ? at(r.body, 'properties.Enabled') : at(r.body, 'properties.enabled');
       expect({ rule: r.symbol, enabled }).toEqual({ rule: r.symbol, enabled: new Expr('enabled') });
-      if (r.type !== 'Microsoft.Insights/webtests') expect({ rule: r.symbol, actions: exprText(at(r.body, 'properties.actions')) }).toEqual({ rule: r.symbol, actions: expect.stringContaining('actionGroups') });
+      if (r.type !== 'Microsoft.Insights/webtests')
+        expect({ rule: r.symbol, actions: exprText(at(r.body, 'properties.actions')) }).toEqual({
+          rule: r.symbol,
+          actions: expect.stringContaining('actionGroups'),
+        });
     }
   });
 });

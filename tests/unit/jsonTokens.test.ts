@@ -47,11 +47,18 @@ test('any JSON text is the concatenation of its tokens and whitespace, and strin
 test('text that is not JSON is still split, to its end, without throwing', () => {
   expect(tokensOf('"unterminated')).toEqual([[TOKEN.string, '"unterminated']]);
   expect(tokensOf('"ends in a backslash\\')).toEqual([[TOKEN.string, '"ends in a backslash\\']]);
-  expect(tokensOf('@#')).toEqual([[TOKEN.other, '@'], [TOKEN.other, '#']]);
+  expect(tokensOf('@#')).toEqual([
+    [TOKEN.other, '@'],
+    [TOKEN.other, '#'],
+  ]);
   expect(tokensOf('')).toEqual([]);
   fc.assert(
     fc.property(fc.string({ unit: 'binary', maxLength: 60 }), (text) => {
-      expect(tokensOf(text).map(([, raw]) => raw).join('')).toBe(text.replace(/("(?:[^"\\]|\\[^])*"?)|[ \t\n\r]+/g, '$1'));
+      expect(
+        tokensOf(text)
+          .map(([, raw]) => raw)
+          .join(''),
+      ).toBe(text.replace(/("(?:[^"\\]|\\[^])*"?)|[ \t\n\r]+/g, '$1'));
     }),
     { numRuns: 2_000 },
   );

@@ -12,7 +12,10 @@ const ROOT = join(__dirname, '..', '..');
 test('a floating promise and an async callback where a void one is expected fail lint', () => {
   // The whole-tree run ignores the fixture (it fails on purpose); here it is linted explicitly.
   const fixture = join('tests', 'fixtures', 'lint', 'floatingPromise.ts');
-  const run = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--no-ignore', '--format', 'json', fixture], { cwd: ROOT, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--no-ignore', '--format', 'json', fixture], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   expect(run.status).toBe(1); // lint failed
   const [result] = JSON.parse(run.stdout) as { messages: { line: number; ruleId: string | null }[] }[];
   const found = result.messages.map((m) => `${m.line}:${m.ruleId ?? ''}`);

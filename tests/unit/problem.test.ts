@@ -75,9 +75,7 @@ describe('badRequest (docs/contract.md §2.4)', () => {
   });
 
   test('top-level keys are exactly type, title, status, detail, requestId, errors in that order', () => {
-    expect(Object.keys(bodyOf(badRequest(RID, contractExample, 3)))).toStrictEqual([
-      'type', 'title', 'status', 'detail', 'requestId', 'errors',
-    ]);
+    expect(Object.keys(bodyOf(badRequest(RID, contractExample, 3)))).toStrictEqual(['type', 'title', 'status', 'detail', 'requestId', 'errors']);
   });
 
   test('singular wording for one rejected element', () => {
@@ -109,15 +107,15 @@ describe('badRequest (docs/contract.md §2.4)', () => {
     expect(Object.keys((body.errors as object[])[0])).toStrictEqual(['error', 'code', 'detail']);
   });
 
-  test.each([
+  test.each<[string, ElementError, string[]]>([
     [
       'all keys',
-      { index: 0, loanNumber: 5, code: 'InvalidAmount', pointer: '/0/amount', detail: 'd' } as ElementError,
+      { index: 0, loanNumber: 5, code: 'InvalidAmount', pointer: '/0/amount', detail: 'd' },
       ['index', 'loanNumber', 'error', 'code', 'pointer', 'detail'],
     ],
-    ['no loanNumber', { index: 3, code: 'InvalidLoanNumber', pointer: '/3/loanNumber', detail: 'd' } as ElementError, ['index', 'error', 'code', 'pointer', 'detail']],
-    ['no pointer', { index: 1, loanNumber: 9, code: 'InvalidFundingInvestor', detail: 'd' } as ElementError, ['index', 'loanNumber', 'error', 'code', 'detail']],
-    ['index only', { index: 0, code: 'InvalidRequest', detail: 'd' } as ElementError, ['index', 'error', 'code', 'detail']],
+    ['no loanNumber', { index: 3, code: 'InvalidLoanNumber', pointer: '/3/loanNumber', detail: 'd' }, ['index', 'error', 'code', 'pointer', 'detail']],
+    ['no pointer', { index: 1, loanNumber: 9, code: 'InvalidFundingInvestor', detail: 'd' }, ['index', 'loanNumber', 'error', 'code', 'detail']],
+    ['index only', { index: 0, code: 'InvalidRequest', detail: 'd' }, ['index', 'error', 'code', 'detail']],
   ])('error entry with %s keeps the documented key order and omits absent keys', (_name, error, keys) => {
     const [entry] = bodyOf(badRequest(RID, [error], 4)).errors as Record<string, unknown>[];
     expect(Object.keys(entry)).toStrictEqual(keys);
@@ -164,20 +162,8 @@ describe('unauthorized (docs/contract.md §2.1, 401)', () => {
 
 describe('dependencyFailed / internalError (502 / 500)', () => {
   test.each([
-    [
-      'dependencyFailed',
-      dependencyFailed,
-      502,
-      'Bad Gateway',
-      'A service this API depends on is unavailable; nothing was submitted. Retry later.',
-    ],
-    [
-      'internalError',
-      internalError,
-      500,
-      'Internal Server Error',
-      'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.',
-    ],
+    ['dependencyFailed', dependencyFailed, 502, 'Bad Gateway', 'A service this API depends on is unavailable; nothing was submitted. Retry later.'],
+    ['internalError', internalError, 500, 'Internal Server Error', 'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.'],
   ])('%s → status %i, generic detail, no errors', (_name, make, status, title, detail) => {
     const response = make(RID);
     expect(response.status).toBe(status);

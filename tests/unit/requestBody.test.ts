@@ -2,14 +2,7 @@ import Ajv from 'ajv';
 import fc from 'fast-check';
 import { canonicalLoanNumber, decimalPlaces } from '../../lib/elementChecks';
 import { ELEMENT_SCHEMA } from '../../lib/elementSchema';
-import {
-  isJsonContentType,
-  MAX_BODY_BYTES,
-  parseDrawRequests,
-  readDrawRequests,
-  type BodyResult,
-  type BodySource,
-} from '../../lib/requestBody';
+import { isJsonContentType, MAX_BODY_BYTES, parseDrawRequests, readDrawRequests, type BodyResult, type BodySource } from '../../lib/requestBody';
 import { DETAILS, ERROR_NAMES, type ElementError } from '../../lib/problem';
 import { LIMITS } from '../../lib/limits';
 
@@ -66,12 +59,9 @@ describe('parseDrawRequests: request-level errors (no index)', () => {
     expect(parseDrawRequests(body, 100)).toStrictEqual(requestLevel(DETAILS.unreadable));
   });
 
-  test.each([[''], ['['], ['[{"loanNumber":1'], ['undefined'], ['[1,]'], ['NaN'], ["[{'amount':1}]"], ['[] []']])(
-    'not JSON %p → notJson',
-    (text) => {
-      expect(parseText(text)).toStrictEqual(requestLevel(DETAILS.notJson));
-    },
-  );
+  test.each([[''], ['['], ['[{"loanNumber":1'], ['undefined'], ['[1,]'], ['NaN'], ["[{'amount':1}]"], ['[] []']])('not JSON %p → notJson', (text) => {
+    expect(parseText(text)).toStrictEqual(requestLevel(DETAILS.notJson));
+  });
 
   test.each([['{}'], ['{"loanNumber":1,"requestor":"a","amount":5}'], ['"[]"'], ['5'], ['null'], ['true']])(
     'JSON that is not an array %p → notArray',
@@ -106,16 +96,19 @@ describe('parseDrawRequests: request-level errors (no index)', () => {
   });
 
   test('the batch size limit is checked before the elements (101 invalid elements → one request-level error)', () => {
-    expect(parseJson(Array.from({ length: 101 }, () => null), 100)).toStrictEqual(requestLevel(DETAILS.batchSize(100)));
+    expect(
+      parseJson(
+        Array.from({ length: 101 }, () => null),
+        100,
+      ),
+    ).toStrictEqual(requestLevel(DETAILS.batchSize(100)));
   });
 
   test('a leading UTF-8 BOM is accepted', () => {
     const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify([VALID]))]);
     expect(parseDrawRequests(body, 100)).toStrictEqual({
       ok: true,
-      requests: [
-        { index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } },
-      ],
+      requests: [{ index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } }],
     });
   });
 
@@ -126,9 +119,7 @@ describe('parseDrawRequests: request-level errors (no index)', () => {
 
 describe('parseDrawRequests: valid elements', () => {
   test('returns canonical requests with index, trimmed requestor, cents and pointers', () => {
-    const result = parseText(
-      '[{"loanNumber":"0042","requestor":"  Jane Doe\\n","amount":100.25},{"loanNumber":7,"requestor":"Bob","amount":1}]',
-    );
+    const result = parseText('[{"loanNumber":"0042","requestor":"  Jane Doe\\n","amount":100.25},{"loanNumber":7,"requestor":"Bob","amount":1}]');
     expect(result).toStrictEqual({
       ok: true,
       requests: [
@@ -142,22 +133,21 @@ describe('parseDrawRequests: valid elements', () => {
     const result = parseText('[{"loanNumber":1,"requestor":"a","amount":5,"status":"Approved","partnerId":"evil","amountCents":1}]');
     expect(result).toStrictEqual({
       ok: true,
-      requests: [
-        { index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } },
-      ],
+      requests: [{ index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } }],
     });
   });
 });
 
 describe('parseDrawRequests: rule 1 – element shape', () => {
-  test.each([['null', null], ['an array', [VALID]], ['a string', 'x'], ['a number', 5], ['a boolean', true]])(
-    'element that is %s → Invalid Request pointing at the element',
-    (_name, element) => {
-      expect(parseJson([VALID, element])).toStrictEqual(
-        oneElementError({ index: 1, code: 'InvalidRequest', pointer: '/1', detail: DETAILS.notObject }, 2),
-      );
-    },
-  );
+  test.each([
+    ['null', null],
+    ['an array', [VALID]],
+    ['a string', 'x'],
+    ['a number', 5],
+    ['a boolean', true],
+  ])('element that is %s → Invalid Request pointing at the element', (_name, element) => {
+    expect(parseJson([VALID, element])).toStrictEqual(oneElementError({ index: 1, code: 'InvalidRequest', pointer: '/1', detail: DETAILS.notObject }, 2));
+  });
 
   test.each([
     ['loanNumber', { requestor: 'a', amount: 5 }, undefined],
@@ -386,9 +376,21 @@ describe('parseDrawRequests: case-insensitive keys', () => {
   });
 
   test.each([
-    ['LOANNUMBER', '[{"LOANNUMBER":"abc","requestor":"a","amount":5}]', { index: 0, code: 'InvalidLoanNumber', pointer: '/0/LOANNUMBER', detail: DETAILS.loanNumberFormat }],
-    ['Amount', '[{"loanNumber":1,"requestor":"a","Amount":0.5}]', { index: 0, loanNumber: 1, code: 'InvalidAmount', pointer: '/0/Amount', detail: DETAILS.amountFormat }],
-    ['REQUESTOR', '[{"loanNumber":1,"REQUESTOR":"","amount":5}]', { index: 0, loanNumber: 1, code: 'InvalidRequest', pointer: '/0/REQUESTOR', detail: DETAILS.requestor }],
+    [
+      'LOANNUMBER',
+      '[{"LOANNUMBER":"abc","requestor":"a","amount":5}]',
+      { index: 0, code: 'InvalidLoanNumber', pointer: '/0/LOANNUMBER', detail: DETAILS.loanNumberFormat },
+    ],
+    [
+      'Amount',
+      '[{"loanNumber":1,"requestor":"a","Amount":0.5}]',
+      { index: 0, loanNumber: 1, code: 'InvalidAmount', pointer: '/0/Amount', detail: DETAILS.amountFormat },
+    ],
+    [
+      'REQUESTOR',
+      '[{"loanNumber":1,"REQUESTOR":"","amount":5}]',
+      { index: 0, loanNumber: 1, code: 'InvalidRequest', pointer: '/0/REQUESTOR', detail: DETAILS.requestor },
+    ],
   ] as [string, string, ElementError][])('error pointer uses the key as sent (%s)', (_key, text, error) => {
     expect(parseText(text)).toStrictEqual(oneElementError(error));
   });
@@ -400,7 +402,9 @@ describe('parseDrawRequests: case-insensitive keys', () => {
     ['loanNumber', '"loanNumber":1,"LoanNumber":1'],
   ])('two keys mapping to %s (%s) → Invalid Request "ambiguous"', (field, keys) => {
     const others = { loanNumber: '"loanNumber":1', requestor: '"requestor":"a"', amount: '"amount":5' } as Record<string, string>;
-    const rest = Object.keys(others).filter((f) => f !== field).map((f) => others[f]);
+    const rest = Object.keys(others)
+      .filter((f) => f !== field)
+      .map((f) => others[f]);
     const result = parseText(`[{${[...rest, keys].join(',')}}]`);
     expect(result.ok).toBe(false);
     if (result.ok) return;
@@ -471,14 +475,10 @@ describe('parseDrawRequests: prototype pollution', () => {
   });
 
   test('__proto__ and constructor keys are ignored and reach no prototype', () => {
-    const result = parseText(
-      '[{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}},"loanNumber":1,"requestor":"a","amount":5}]',
-    );
+    const result = parseText('[{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}},"loanNumber":1,"requestor":"a","amount":5}]');
     expect(result).toStrictEqual({
       ok: true,
-      requests: [
-        { index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } },
-      ],
+      requests: [{ index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } }],
     });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')).toBe(false);
@@ -518,16 +518,18 @@ describe('parseDrawRequests: whole batch', () => {
 
   test('a single bad element fails the whole batch (no requests are returned)', () => {
     const result = parseJson([VALID, VALID, { ...VALID, amount: 1.001 }]);
-    expect(result).toStrictEqual(
-      oneElementError({ index: 2, loanNumber: 1, code: 'InvalidAmount', pointer: '/2/amount', detail: DETAILS.amountFormat }, 3),
-    );
+    expect(result).toStrictEqual(oneElementError({ index: 2, loanNumber: 1, code: 'InvalidAmount', pointer: '/2/amount', detail: DETAILS.amountFormat }, 3));
     expect('requests' in result).toBe(false);
   });
 
   test('duplicates are not a shape error (rule 8 is for the draw rules)', () => {
     const result = parseJson([VALID, VALID]);
     expect(result.ok).toBe(true);
-    if (result.ok) expect(result.requests.map((r) => [r.index, r.loanNumber])).toStrictEqual([[0, 1], [1, 1]]);
+    if (result.ok)
+      expect(result.requests.map((r) => [r.index, r.loanNumber])).toStrictEqual([
+        [0, 1],
+        [1, 1],
+      ]);
   });
 });
 
@@ -598,10 +600,9 @@ describe('isJsonContentType', () => {
 
 describe('readDrawRequests', () => {
   function fakeRequest(headers: Record<string, string>, body: string | Error) {
-    const arrayBuffer = jest.fn(async (): Promise<ArrayBuffer> => {
-      if (body instanceof Error) throw body;
-      return Uint8Array.from(Buffer.from(body, 'utf8')).buffer;
-    });
+    const arrayBuffer = jest.fn((): Promise<ArrayBuffer> =>
+      body instanceof Error ? Promise.reject(body) : Promise.resolve(Uint8Array.from(Buffer.from(body, 'utf8')).buffer),
+    );
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
     const source: BodySource = { headers: { get: (name: string) => lower[name.toLowerCase()] ?? null }, arrayBuffer };
     return { source, arrayBuffer };
@@ -613,9 +614,7 @@ describe('readDrawRequests', () => {
     const { source, arrayBuffer } = fakeRequest({ 'Content-Type': 'application/json; charset=utf-8' }, validBody);
     expect(await readDrawRequests(source, 100)).toStrictEqual({
       ok: true,
-      requests: [
-        { index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } },
-      ],
+      requests: [{ index: 0, loanNumber: 1, requestor: 'a', amount: 5, amountCents: 500, pointers: { loanNumber: '/0/loanNumber', amount: '/0/amount' } }],
     });
     expect(arrayBuffer).toHaveBeenCalledTimes(1);
   });
@@ -678,7 +677,11 @@ describe('what only the request text shows', () => {
     if (accepted) {
       expect(result.ok).toBe(true);
     } else {
-      expect(result).toEqual({ ok: false, batchSize: 1, errors: [{ index: 0, loanNumber: 1, code: 'InvalidAmount', pointer: '/0/amount', detail: DETAILS.amountFormat }] });
+      expect(result).toEqual({
+        ok: false,
+        batchSize: 1,
+        errors: [{ index: 0, loanNumber: 1, code: 'InvalidAmount', pointer: '/0/amount', detail: DETAILS.amountFormat }],
+      });
     }
   });
 
@@ -719,7 +722,13 @@ describe('input limits: what is longer than any valid value is refused before it
     expect(parseDrawRequests(element(keys(LIMITS.keysPerObject - 2)), 100)).toEqual({ ok: false, errors: [{ index: 0, pointer: '/0', ...crowded }] });
     // Every crowded element is named; the other elements' faults are not looked at yet.
     const three = Buffer.from(`[{"amount":"x"},{"loanNumber":1${keys(70)}},{"a":1${keys(80)}}]`);
-    expect(parseDrawRequests(three, 100)).toEqual({ ok: false, errors: [{ index: 1, pointer: '/1', ...crowded }, { index: 2, pointer: '/2', ...crowded }] });
+    expect(parseDrawRequests(three, 100)).toEqual({
+      ok: false,
+      errors: [
+        { index: 1, pointer: '/1', ...crowded },
+        { index: 2, pointer: '/2', ...crowded },
+      ],
+    });
   });
 
   test('an object inside an element is held to the same limit; keys of different objects are not added up', () => {
@@ -775,10 +784,16 @@ describe('decimalPlaces against the regex it replaced', () => {
   }
   test('agrees on every text of number-like characters up to 12 long', () => {
     const numberish = fc.string({ unit: fc.constantFrom('0', '1', '5', '9', '.', 'e', 'E', '+', '-'), maxLength: 12 });
-    fc.assert(fc.property(numberish, (text) => decimalPlaces(text) === reference(text)), { numRuns: 20_000 });
+    fc.assert(
+      fc.property(numberish, (text) => decimalPlaces(text) === reference(text)),
+      { numRuns: 20_000 },
+    );
   });
   test('agrees on every JSON number JavaScript writes', () => {
-    fc.assert(fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => decimalPlaces(n) === reference(String(n))), { numRuns: 5_000 });
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => decimalPlaces(n) === reference(String(n))),
+      { numRuns: 5_000 },
+    );
   });
   test.each(['', '-', '.5', '1.', '1e', '1e+', '--1', '1.5.5', '1e5e5', ' 1', '1 ', '١'])('%p is not a number', (text) => {
     expect(decimalPlaces(text)).toBe(Number.POSITIVE_INFINITY);

@@ -16,7 +16,13 @@ test('the event counts error codes and rejected elements, and keeps durations as
       { index: 3, loanNumber: 7, code: 'PendingTransactionRequest', detail: 'd' },
     ],
   });
-  expect(properties).toEqual({ requestId: 'r-1', outcome: 'Rejected', partnerId: 'P', clientId: 'C', errorCodes: '{"InvalidAmount":2,"PendingTransactionRequest":1}' });
+  expect(properties).toEqual({
+    requestId: 'r-1',
+    outcome: 'Rejected',
+    partnerId: 'P',
+    clientId: 'C',
+    errorCodes: '{"InvalidAmount":2,"PendingTransactionRequest":1}',
+  });
   expect(measurements).toEqual({ totalMs: 5, authMs: 1, readMs: 2, batchSize: 4, rejectedCount: 3 });
 });
 
@@ -38,13 +44,21 @@ test('a replay names its key and the request that landed the batch', () => {
 });
 
 test('without a connection string nothing is recorded and the invocation just runs', async () => {
-  await expect(noTelemetry.inInvocation({} as never, async () => 42)).resolves.toBe(42);
-  expect(loadConfig({ AUTH_OPENID_CONFIG_URL: 'https://idp.example/', AUTH_AUDIENCE: 'a', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }).telemetry).toBeUndefined();
+  await expect(noTelemetry.inInvocation({} as never, () => Promise.resolve(42))).resolves.toBe(42);
+  expect(
+    loadConfig({ AUTH_OPENID_CONFIG_URL: 'https://idp.example/', AUTH_AUDIENCE: 'a', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' }).telemetry,
+  ).toBeUndefined();
 });
 
 test.each([
-  [{ APPLICATIONINSIGHTS_CONNECTION_STRING: 'not-a-connection-string' }, /APPLICATIONINSIGHTS_CONNECTION_STRING must be an Application Insights connection string/],
-  [{ APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=x', TELEMETRY_SAMPLING_PERCENTAGE: '101' }, /TELEMETRY_SAMPLING_PERCENTAGE must be a whole number from 0 to 100/],
+  [
+    { APPLICATIONINSIGHTS_CONNECTION_STRING: 'not-a-connection-string' },
+    /APPLICATIONINSIGHTS_CONNECTION_STRING must be an Application Insights connection string/,
+  ],
+  [
+    { APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=x', TELEMETRY_SAMPLING_PERCENTAGE: '101' },
+    /TELEMETRY_SAMPLING_PERCENTAGE must be a whole number from 0 to 100/,
+  ],
 ])('telemetry settings are checked at start-up: %p', (settings, message) => {
   const env = { AUTH_OPENID_CONFIG_URL: 'https://idp.example/', AUTH_AUDIENCE: 'a', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true', ...settings };
   expect(() => loadConfig(env)).toThrow(ConfigError);

@@ -18,7 +18,11 @@ test('a remembered token is answered while metadata, key set version and expiry 
 
 test('another metadata object, another key set version, or none, is a miss and forgets the token', () => {
   const now = { s: 1_000 };
-  for (const [otherMetadata, version] of [[{}, 3], [metadata, 4], [metadata, undefined]] as const) {
+  for (const [otherMetadata, version] of [
+    [{}, 3],
+    [metadata, 4],
+    [metadata, undefined],
+  ] as const) {
     const tokens = cache(now);
     tokens.set('token-a', metadata, 3, 2_000, 'client-a');
     expect(tokens.get('token-a', otherMetadata, version)).toBeUndefined();
