@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMITS } from '../../lib/limits';
 import { DETAILS, type ErrorCode } from '../../lib/problem';
 import { putPartner } from '../../dev/demoData';
-import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
+import type { FaultProxy } from '../support/storageProxies';
 import { contractViolations } from '../support/contract';
 import { leastStall } from '../support/eventLoopStall';
 import { Harness, draw, toReply, type Reply } from '../support/harness';
@@ -428,10 +428,8 @@ describe('refused callers', () => {
   const INACTIVE = 'inactive-app';
   beforeAll(async () => {
     await putPartner(h.table('partners'), { clientId: INACTIVE, partnerId: 'PARTNER-Z', active: false });
-    proxy = await startFaultProxy(h.azurite.port);
-    h.rebuild({}, h.settingsVia(proxy.port)); // storage only through the proxy; an empty partner cache
+    proxy = await h.behindProxy(); // storage only through the proxy; an empty partner cache
   });
-  afterAll(() => proxy.close());
   const storageCalls = () => ({ ...proxy.counts });
 
   test.each([

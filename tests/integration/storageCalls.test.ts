@@ -4,19 +4,16 @@
  * read once the partner is cached; never a call per element in sequence.
  */
 import { Harness, draw } from '../support/harness';
-import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
+import type { FaultProxy } from '../support/storageProxies';
 import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
 
 let h: Harness;
 let proxy: FaultProxy;
 beforeAll(async () => {
   h = await Harness.start();
-  proxy = await startFaultProxy(h.azurite.port);
+  proxy = await h.behindProxy();
 });
-afterAll(async () => {
-  await proxy.close();
-  await h.stop();
-});
+afterAll(() => h.stop());
 
 /** Posts a batch of fresh loans through the proxy and returns what storage saw. */
 async function callsFor(size: number, expectedReads: number) {

@@ -5,7 +5,7 @@
  */
 import { Harness, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
-import { startFaultProxy, type FaultProxy, type UnansweredRequest } from '../support/storageProxies';
+import type { FaultProxy, UnansweredRequest } from '../support/storageProxies';
 import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
 
 /** Allowance for timers and the event loop on a busy 2-core machine. */
@@ -15,18 +15,14 @@ let h: Harness;
 let proxy: FaultProxy;
 beforeAll(async () => {
   h = await Harness.start();
-  proxy = await startFaultProxy(h.azurite.port);
+  proxy = await h.behindProxy();
   // One request first, so no measured one pays for code paths' first use (compiling, loading).
-  h.rebuild({}, h.settingsVia(proxy.port));
   expect((await h.post([draw(await h.loan())])).status).toBe(204);
 });
 afterEach(() => {
   proxy.mode = 'pass';
 });
-afterAll(async () => {
-  await proxy.close();
-  await h.stop();
-});
+afterAll(() => h.stop());
 
 async function until(done: () => boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { BatchState, StoreResult } from '../../lib/store';
 import { Harness, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
-import { startDelayProxy, startFaultProxy, type DelayProxy, type FaultProxy } from '../support/storageProxies';
+import { startDelayProxy, type DelayProxy, type FaultProxy } from '../support/storageProxies';
 
 const expect502 = (reply: Reply) => expectGenericProblem(reply, 502);
 
@@ -169,13 +169,9 @@ describe('storage answering 503 (server busy)', () => {
   let proxy: FaultProxy;
   beforeAll(async () => {
     h = await Harness.start();
-    proxy = await startFaultProxy(h.azurite.port);
-    h.rebuild({}, h.settingsVia(proxy.port));
+    proxy = await h.behindProxy();
   });
-  afterAll(async () => {
-    await proxy.close();
-    await h.stop();
-  });
+  afterAll(() => h.stop());
 
   test('502 after the bounded retries, nothing written; served again once storage recovers', async () => {
     const [busy, recovered] = [await h.loan(), await h.loan()];
@@ -271,12 +267,9 @@ describe('a commit that storage never answers', () => {
   let proxy: FaultProxy;
   beforeAll(async () => {
     h = await Harness.start();
-    proxy = await startFaultProxy(h.azurite.port);
+    proxy = await h.behindProxy();
   });
-  afterAll(async () => {
-    await proxy.close();
-    await h.stop();
-  });
+  afterAll(() => h.stop());
 
   test('answers 502 within the commit bound, and nothing is written', async () => {
     const loans = [await h.loan(), await h.loan()];

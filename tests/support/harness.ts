@@ -15,7 +15,7 @@ import { startAzurite, type Azurite } from '../../dev/azurite';
 import { createTables, putLoan, putPartner, tableClient, type DemoLoan } from '../../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import type { BatchRecord, Telemetry } from '../../lib/telemetry';
-import { connectionStringVia } from './storageProxies';
+import { connectionStringVia, startFaultProxy, type FaultProxy } from './storageProxies';
 import { contractViolations } from './contract';
 
 export const AUDIENCE = 'api://draw-request-tests';
@@ -79,6 +79,7 @@ export class Harness {
   deps!: DrawRequestDeps;
   config!: Config;
   private defaultToken?: string;
+  private readonly proxies: FaultProxy[] = [];
 
   private constructor(
     public azurite: Azurite,
@@ -114,6 +115,17 @@ export class Harness {
     };
     this.deps = createDependencies(this.config, { telemetry, ...options });
     this.handler = createDrawRequestHandler(this.deps);
+  }
+
+  /**
+   * A fault proxy in front of this harness's storage, and a fresh handler that reaches storage only
+   * through it; the proxy closes with the harness.
+   */
+  async behindProxy(options: HarnessOptions = {}): Promise<FaultProxy> {
+    const proxy = await startFaultProxy(this.azurite.port);
+    this.proxies.push(proxy);
+    this.rebuild(options, this.settingsVia(proxy.port));
+    return proxy;
   }
 
   /** These settings with storage reached through a proxy listening on `port`. */
@@ -210,7 +222,7 @@ export class Harness {
   }
 
   async stop(): Promise<void> {
-    await Promise.allSettled([this.azurite.stop(true), this.provider.stop()]);
+    await Promise.allSettled([...this.proxies.map((p) => p.close()), this.azurite.stop(true), this.provider.stop()]);
   }
 }
 

@@ -65,6 +65,17 @@ const CONTEXT: CommitContext = {
   submittedAt: new Date('2026-05-04T13:45:06.789Z'),
 };
 
+/** The columns every row of a commit under CONTEXT carries, as sent. */
+const COMMON = {
+  PartitionKey: '2026-05-04',
+  PartnerId: 'PARTNER-A',
+  ClientId: 'partner-app-1',
+  Status: 'Pending',
+  SubmittedAt: '2026-05-04T13:45:06.789Z',
+  'SubmittedAt@odata.type': 'Edm.DateTime',
+  RequestId: '6f1c2a9e-3b7d-4c8e-9f10-2a3b4c5d6e7f',
+};
+
 test('each row of the commit is sent with numbers as JSON numbers and their EDM types', async () => {
   const rows: DrawRow[] = [
     { loanNumber: 1234567, amount: 100, requestor: 'jane.doe@partner.example', batchIndex: 0 },
@@ -83,18 +94,9 @@ test('each row of the commit is sent with numbers as JSON numbers and their EDM 
     `POST http://127.0.0.1:${port}/devstoreaccount1/DrawRequests HTTP/1.1`,
     `POST http://127.0.0.1:${port}/devstoreaccount1/DrawRequests HTTP/1.1`,
   ]);
-  const common = {
-    PartitionKey: '2026-05-04',
-    PartnerId: 'PARTNER-A',
-    ClientId: 'partner-app-1',
-    Status: 'Pending',
-    SubmittedAt: '2026-05-04T13:45:06.789Z',
-    'SubmittedAt@odata.type': 'Edm.DateTime',
-    RequestId: '6f1c2a9e-3b7d-4c8e-9f10-2a3b4c5d6e7f',
-  };
   expect(parts.map((p) => p.entity)).toEqual([
     {
-      ...common,
+      ...COMMON,
       RowKey: '1234567',
       Amount: 100,
       'Amount@odata.type': 'Edm.Double',
@@ -103,7 +105,7 @@ test('each row of the commit is sent with numbers as JSON numbers and their EDM 
       'BatchIndex@odata.type': 'Edm.Int32',
     },
     {
-      ...common,
+      ...COMMON,
       RowKey: '7654321',
       Amount: 12.5,
       'Amount@odata.type': 'Edm.Double',
@@ -124,17 +126,11 @@ test("a keyed batch's rows also carry the key and the batch hash, as strings", a
 
   expect(changesetEntities(captured[0].body).map((p) => p.entity)).toEqual([
     {
-      PartitionKey: '2026-05-04',
+      ...COMMON,
       RowKey: '1234567',
       Amount: 250.75,
       'Amount@odata.type': 'Edm.Double',
       Requestor: 'jane.doe@partner.example',
-      PartnerId: 'PARTNER-A',
-      ClientId: 'partner-app-1',
-      Status: 'Pending',
-      SubmittedAt: '2026-05-04T13:45:06.789Z',
-      'SubmittedAt@odata.type': 'Edm.DateTime',
-      RequestId: '6f1c2a9e-3b7d-4c8e-9f10-2a3b4c5d6e7f',
       BatchIndex: 0,
       'BatchIndex@odata.type': 'Edm.Int32',
       IdempotencyKey: 'order-2026-05-04-001',
