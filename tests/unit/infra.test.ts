@@ -94,7 +94,8 @@ function literal(node: SyntaxNode): Value {
       for (const property of named(node)) {
         const [key, value] = named(property);
         if (property.type !== 'object_property' || key.type === 'resource_declaration') continue; // nested child resource
-        object[key.type === 'string' ? stringOf(literal(key)) : key.text] = literal(value);
+        const name = key.type === 'string' ? literal(key) : undefined; // an interpolated key ('${id}') is kept as written
+        object[typeof name === 'string' ? name : key.text] = literal(value);
       }
       return object;
     }
