@@ -6,7 +6,7 @@
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { TokenCredential } from '@azure/identity';
 import { Authenticator, type ProviderTimings } from '../lib/auth';
-import type { Config } from '../lib/config';
+import type { Config, ConfigError } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
@@ -166,6 +166,14 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
       }
     });
   };
+}
+
+/**
+ * The handler of an instance whose settings are invalid (functions/main.ts): nothing is read or
+ * checked, every invocation answers the generic 500 and logs the ConfigError's message.
+ */
+export function createMisconfiguredHandler(error: ConfigError, telemetry: Telemetry = noTelemetry): HttpHandler {
+  return (_request, context) => telemetry.inInvocation(context, () => Promise.resolve(new InvocationOutcome(context, telemetry).misconfigured(error)));
 }
 
 const NOTHING_RECORDED: StoreResult<undefined> = { ok: true, value: undefined };

@@ -1,20 +1,14 @@
 /**
- * Entry point the Functions host loads (package.json `main`). Settings are read and checked
- * here, once: a bad setting fails start-up with a message naming it, not the first request.
+ * Entry point the Functions host loads (package.json `main`). Settings are read and checked here,
+ * once. The function is registered whatever they are: with an invalid setting every invocation
+ * answers 500 and logs which setting is wrong (docs/contract.md §2.1). An entry that threw instead
+ * would register nothing, and the host would answer 404 with the reason only in the worker's output.
  */
-import { app } from '@azure/functions';
+import { app, type HttpHandler } from '@azure/functions';
 import type { TokenCredential } from '@azure/identity';
-import { loadConfig } from '../lib/config';
+import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { noTelemetry, startTelemetry } from '../lib/telemetry';
-import { createDependencies, createDrawRequestHandler } from './drawRequest';
-
-const config = loadConfig(process.env);
-// Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
-const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
-// Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is
-// used. `@azure/identity` is a large part of what a cold start would load, and nothing needs it
-// before the first storage call asks for a token: it is loaded then.
-const credential = config.tables.endpoint !== undefined ? managedIdentityOnFirstUse() : undefined;
+import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
 
 function managedIdentityOnFirstUse(): TokenCredential {
   let credential: TokenCredential | undefined;
@@ -27,9 +21,29 @@ function managedIdentityOnFirstUse(): TokenCredential {
   };
 }
 
+function createHandler(): HttpHandler {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // Once in the host's log at start-up; each invocation logs it again, under its own id.
+    console.error(`DrawRequest: ${error.message}`);
+    // Telemetry still records the 500s, unless its own settings are the invalid ones.
+    return createMisconfiguredHandler(error, error.telemetry === undefined ? noTelemetry : startTelemetry(error.telemetry));
+  }
+  // Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
+  const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
+  // Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is
+  // used. `@azure/identity` is a large part of what a cold start would load, and nothing needs it
+  // before the first storage call asks for a token: it is loaded then.
+  const credential = config.tables.endpoint !== undefined ? managedIdentityOnFirstUse() : undefined;
+  return createDrawRequestHandler(createDependencies(config, { credential, telemetry }));
+}
+
 app.http('DrawRequest', {
   route: 'DrawRequest',
   methods: ['POST'],
   authLevel: 'anonymous', // the bearer token is the only gate
-  handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })),
+  handler: createHandler(),
 });

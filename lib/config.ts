@@ -1,6 +1,7 @@
 /**
  * Settings (docs/contract.md §5) → one typed, validated Config, read once at start-up.
- * A missing or malformed setting fails start-up with a message naming it.
+ * A missing or malformed setting is a ConfigError naming it: `npm start` refuses to start, and the
+ * deployed function answers every invocation 500 with the message in its log (functions/main.ts).
  */
 import { TableServiceClient } from '@azure/data-tables';
 
@@ -81,10 +82,14 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 export type ConfigErrorCode = 'ERR_CONFIG_INVALID';
 
-/** Start-up failure: lists every problem, each naming its setting. */
+/** Start-up failure: lists every problem, each naming its setting (never a secret value). */
 export class ConfigError extends Error {
   readonly code: ConfigErrorCode = 'ERR_CONFIG_INVALID';
-  constructor(readonly problems: readonly string[]) {
+  constructor(
+    readonly problems: readonly string[],
+    /** The telemetry settings when they themselves are valid, so a misconfigured instance still reports (functions/main.ts). */
+    readonly telemetry?: Config['telemetry'],
+  ) {
     super(`Invalid settings:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
@@ -216,6 +221,7 @@ export function loadConfig(env: Settings = process.env): Config {
   const maxBatchSize = integer('MAX_BATCH_SIZE', MAX_BATCH_SIZE_LIMIT, 1, MAX_BATCH_SIZE_LIMIT);
 
   // --- telemetry ---
+  const beforeTelemetry = problems.length;
   const appInsights = get('APPLICATIONINSIGHTS_CONNECTION_STRING');
   if (appInsights !== undefined && !/(^|;)\s*(InstrumentationKey|IngestionEndpoint)=/i.test(appInsights)) {
     problems.push('APPLICATIONINSIGHTS_CONNECTION_STRING must be an Application Insights connection string (InstrumentationKey=…;IngestionEndpoint=…)');
@@ -223,7 +229,12 @@ export function loadConfig(env: Settings = process.env): Config {
   const samplingPercentage = integer('TELEMETRY_SAMPLING_PERCENTAGE', 100, 0, 100);
   const entraIngestion = authenticationString(get('APPLICATIONINSIGHTS_AUTHENTICATION_STRING'), problems);
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  const telemetry =
+    appInsights === undefined || problems.length > beforeTelemetry
+      ? undefined
+      : { connectionString: appInsights, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) };
+
+  if (problems.length > 0) throw new ConfigError(problems, telemetry);
   return {
     auth: {
       tenantId,
@@ -238,10 +249,7 @@ export function loadConfig(env: Settings = process.env): Config {
     tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable, idempotencyTable },
     drawDayTimeZone,
     maxBatchSize,
-    telemetry:
-      appInsights === undefined
-        ? undefined
-        : { connectionString: appInsights, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) },
+    telemetry,
   };
 }
 

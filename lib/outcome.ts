@@ -4,9 +4,10 @@
  */
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { AuthFailure, UnauthorizedCode } from './auth';
+import type { ConfigError } from './config';
 import { accepted, badRequest, dependencyFailed, internalError, unauthorized, type ElementError } from './problem';
 import type { StorageFailure } from './store';
-import type { BatchRecord, DataQualityIssue, Outcome, Telemetry } from './telemetry';
+import { MISCONFIGURED, type BatchRecord, type DataQualityIssue, type Outcome, type Telemetry } from './telemetry';
 
 type Phase = 'auth' | 'read' | 'commit';
 
@@ -96,6 +97,16 @@ export class InvocationOutcome {
   failed(error: unknown): HttpResponseInit {
     this.context.error(`DrawRequest failed: ${(error as Error)?.stack ?? String(error)}`);
     this.finish('Failed', (error as Error)?.name ?? 'Error');
+    return internalError(this.requestId);
+  }
+
+  /**
+   * The instance's settings are invalid (functions/main.ts): nothing was attempted. The log names
+   * each bad setting (ConfigError messages never hold a secret value); the caller gets the generic 500.
+   */
+  misconfigured(error: ConfigError): HttpResponseInit {
+    this.context.error(`DrawRequest failed: this instance is misconfigured. ${error.message}`);
+    this.finish('Failed', MISCONFIGURED, error.problems.join('; '));
     return internalError(this.requestId);
   }
 

@@ -20,14 +20,20 @@ export interface BatchRecord {
   readonly batchSize?: number;
   /** The partner's Idempotency-Key, when sent (a partner-chosen identifier, not a secret). */
   readonly idempotencyKey?: string;
-  /** Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …): the reason the caller is not told. */
+  /**
+   * Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …, the error's name for a defect,
+   * MISCONFIGURED for an instance with invalid settings): the reason the caller is not told.
+   */
   readonly reason?: string;
-  /** The failing claim or storage operation, or for a replay the request id that landed the batch. */
+  /** The failing claim or storage operation; for a replay the request id that landed the batch; for MISCONFIGURED the settings' problems. */
   readonly reasonDetail?: string;
   readonly errors: readonly ElementError[];
   /** Milliseconds per phase. */
   readonly durations: { readonly auth?: number; readonly read?: number; readonly commit?: number; readonly total: number };
 }
+
+/** The reason of every 500 from an instance whose settings are invalid (docs/runbook.md). */
+export const MISCONFIGURED = 'Misconfigured';
 
 export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
 

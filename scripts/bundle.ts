@@ -6,8 +6,8 @@
  * - `applicationinsights`, required only when telemetry is configured (lib/telemetry.ts), because
  *   it reads its own package files at run time; the package ships it as a dependency.
  */
-import { build, type BuildOptions, type Plugin } from 'esbuild';
-import { existsSync } from 'node:fs';
+import { build as esbuild, type BuildOptions, type Plugin } from 'esbuild';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 // scripts/ from the sources (tests), dist/scripts/ once compiled.
@@ -44,6 +44,21 @@ const managedIdentityApart: Plugin = {
     b.onResolve({ filter: /(^|\/)managedIdentity$/ }, () => ({ path: './managedIdentity.js', external: true }));
   },
 };
+
+/**
+ * esbuild's build, each output written whole under a temporary name and renamed into place: a reader
+ * never sees a half-written file. Two test files bundle and pack in parallel Jest workers
+ * (package.test.ts, worker.test.ts): one may read the bundle while the other rewrites it (the same bytes).
+ */
+async function build(options: BuildOptions): Promise<void> {
+  const result = await esbuild({ ...options, write: false });
+  for (const file of result.outputFiles) {
+    mkdirSync(dirname(file.path), { recursive: true });
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, file.contents);
+    renameSync(temporary, file.path);
+  }
+}
 
 export async function bundle(): Promise<void> {
   const common: BuildOptions = {

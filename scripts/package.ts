@@ -22,12 +22,12 @@
  * library took 3–4 times as long on the package's thousands of small files, and the package test
  * builds it on every run). It is read back with yauzl, an independent reader, for the check.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { text } from 'node:stream/consumers';
-import { crc32, deflateRawSync } from 'node:zlib';
+import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 import * as yauzl from 'yauzl';
 import { BUNDLE_EXTERNALS } from './bundle';
 
@@ -316,6 +316,29 @@ export async function readZip(file: string, wanted: (path: string) => boolean = 
     zip.close();
   }
   return { entries, texts };
+}
+
+/**
+ * Unpacks the zip into `dir`, as a deployment does (the package test and the worker test run what
+ * it holds), returning the entries whose content does not match their CRC-32.
+ */
+export async function unpackZip(file: string, dir: string): Promise<string[]> {
+  const bytes = readFileSync(file);
+  const zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true });
+  const bad: string[] = [];
+  const made = new Set<string>();
+  for await (const entry of zip.eachEntry()) {
+    const target = resolve(dir, entry.fileName);
+    if (!target.startsWith(resolve(dir) + sep)) throw new Error(`${entry.fileName}: outside the folder it is unpacked into`);
+    const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true });
+    const data = bytes.subarray(fileDataStart, fileDataStart + entry.compressedSize);
+    const content = entry.compressionMethod === 8 ? inflateRawSync(data) : data;
+    if (content.length !== entry.uncompressedSize || crc32(content) !== entry.crc32) bad.push(entry.fileName);
+    if (!made.has(dirname(target))) mkdirSync(dirname(target), { recursive: true });
+    made.add(dirname(target));
+    writeFileSync(target, content);
+  }
+  return bad;
 }
 
 /** Paths that must never be deployed. */

@@ -6,12 +6,10 @@
  * reach. The checker itself is also shown to catch each kind of mistake on made-up entry lists.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { crc32, inflateRawSync } from 'node:zlib';
-import * as yauzl from 'yauzl';
 import { bundle } from '../../scripts/bundle';
 import {
   PACKAGED_CODE,
@@ -20,6 +18,7 @@ import {
   buildPackage,
   checkPackage,
   packageDirsOf,
+  unpackZip,
   type PackageReport,
   type ZipEntry,
 } from '../../scripts/package';
@@ -37,25 +36,6 @@ let zipFile: string;
 let report: PackageReport;
 let paths: Set<string>;
 let buildMs: number;
-
-/** Unpacks the zip into `dir`, returning the entries whose content does not match their CRC-32. */
-async function unpack(file: string, dir: string): Promise<string[]> {
-  const bytes = readFileSync(file);
-  const zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true });
-  const bad: string[] = [];
-  const made = new Set<string>();
-  for await (const entry of zip.eachEntry()) {
-    const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true });
-    const data = bytes.subarray(fileDataStart, fileDataStart + entry.compressedSize);
-    const content = entry.compressionMethod === 8 ? inflateRawSync(data) : data;
-    if (content.length !== entry.uncompressedSize || crc32(content) !== entry.crc32) bad.push(entry.fileName);
-    const target = join(dir, entry.fileName);
-    if (!made.has(dirname(target))) mkdirSync(dirname(target), { recursive: true });
-    made.add(dirname(target));
-    writeFileSync(target, content);
-  }
-  return bad;
-}
 
 beforeAll(async () => {
   // Unpacking writes ~19,000 files: memory-backed /dev/shm where there is one keeps that near 1 s.
@@ -133,7 +113,7 @@ describe('the package Flex Consumption deploys', () => {
 
   test("unpacked alone, its CRCs hold and Node loads main and every dependency with nothing but the zip's node_modules", async () => {
     const dir = join(work, 'unpacked');
-    expect(await unpack(zipFile, dir)).toEqual([]);
+    expect(await unpackZip(zipFile, dir)).toEqual([]);
     // As on the Functions host, no folder above the app's may supply a package: resolution stops at the app.
     const script = `
       const Module = require('module');

@@ -342,3 +342,35 @@ describe('APPLICATIONINSIGHTS_AUTHENTICATION_STRING (Entra ingestion)', () => {
     expect(() => loadConfig(env(value))).toThrow(/APPLICATIONINSIGHTS_AUTHENTICATION_STRING must be/);
   });
 });
+
+describe('a ConfigError keeps the telemetry settings when they are valid (a misconfigured instance still reports its 500s)', () => {
+  const appInsights = 'InstrumentationKey=00000000-0000-0000-0000-000000000000';
+
+  test('another setting at fault: the telemetry settings are kept', () => {
+    const error = configError(withEnv({ AUTH_AUDIENCE: undefined, APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, TELEMETRY_SAMPLING_PERCENTAGE: '50' }));
+    expect(error.telemetry).toEqual({ connectionString: appInsights, samplingRatio: 0.5 });
+  });
+
+  test.each([
+    ['the connection string', { APPLICATIONINSIGHTS_CONNECTION_STRING: 'not-one' }],
+    ['the sampling percentage', { APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, TELEMETRY_SAMPLING_PERCENTAGE: '101' }],
+    ['the authentication string', { APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'Authorization=Key' }],
+    ['none: no connection string', {}],
+  ] as [string, Settings][])('%s at fault: no telemetry', (_what, overrides) => {
+    expect(configError(withEnv({ AUTH_AUDIENCE: undefined, ...overrides })).telemetry).toBeUndefined();
+  });
+});
+
+describe('no problem echoes the value of a setting that may hold a secret (the message is logged on every invocation)', () => {
+  test.each([
+    ['APPLICATIONINSIGHTS_CONNECTION_STRING', 'Ingestion=secret-marker-1'],
+    ['APPLICATIONINSIGHTS_AUTHENTICATION_STRING', 'Authorization=AAD;ClientSecret=secret-marker-2'],
+    ['TABLES_CONNECTION_STRING', 'AccountName=a;AccountKey=secret-marker-3'],
+  ])('%s', (setting, value) => {
+    const error = configError(
+      withEnv({ [setting]: value, ...(setting.startsWith('APPLICATIONINSIGHTS_AUTH') && { APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=x' }) }),
+    );
+    expect(error.problems).toEqual([expect.stringContaining(setting)]);
+    expect(error.message).not.toContain('secret-marker');
+  });
+});

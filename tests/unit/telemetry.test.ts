@@ -1,5 +1,8 @@
+import { HttpRequest, InvocationContext } from '@azure/functions';
+import { createMisconfiguredHandler } from '../../functions/drawRequest';
 import { ConfigError, loadConfig } from '../../lib/config';
-import { eventOf, noTelemetry, type BatchRecord } from '../../lib/telemetry';
+import { internalError } from '../../lib/problem';
+import { MISCONFIGURED, eventOf, noTelemetry, type BatchRecord } from '../../lib/telemetry';
 
 const base: BatchRecord = { requestId: 'r-1', outcome: 'Rejected', errors: [], durations: { total: 12.5 } };
 
@@ -63,4 +66,41 @@ test.each([
   const env = { AUTH_OPENID_CONFIG_URL: 'https://idp.example/', AUTH_AUDIENCE: 'a', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true', ...settings };
   expect(() => loadConfig(env)).toThrow(ConfigError);
   expect(() => loadConfig(env)).toThrow(message);
+});
+
+test('a misconfigured instance answers 500 and records each invocation as Failed with reason Misconfigured and the settings at fault', async () => {
+  const records: BatchRecord[] = [];
+  const telemetry = { ...noTelemetry, batch: (record: BatchRecord) => void records.push(record) };
+  let error: ConfigError | undefined;
+  try {
+    loadConfig({ AUTH_OPENID_CONFIG_URL: 'https://idp.example/', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true' });
+  } catch (thrown) {
+    error = thrown as ConfigError;
+  }
+  const logged: string[] = [];
+  const context = new InvocationContext({
+    invocationId: 'inv-1',
+    functionName: 'DrawRequest',
+    logHandler: (level, ...args) => logged.push(`[${level}] ${args.join(' ')}`),
+  });
+  const request = new HttpRequest({ method: 'POST', url: 'http://localhost/DrawRequest', body: { string: '[]' } });
+  const response = await createMisconfiguredHandler(error as ConfigError, telemetry)(request, context);
+  expect(response).toEqual(internalError('inv-1'));
+  expect(logged).toEqual([
+    expect.stringMatching(/^\[error\] DrawRequest failed: this instance is misconfigured\. Invalid settings:\n {2}- AUTH_AUDIENCE is required/),
+  ]);
+  expect(records).toEqual([
+    expect.objectContaining({
+      requestId: 'inv-1',
+      outcome: 'Failed',
+      reason: MISCONFIGURED,
+      reasonDetail: 'AUTH_AUDIENCE is required (comma-separated accepted audiences)',
+    }),
+  ]);
+  expect(eventOf(records[0]).properties).toEqual({
+    requestId: 'inv-1',
+    outcome: 'Failed',
+    reason: 'Misconfigured',
+    reasonDetail: 'AUTH_AUDIENCE is required (comma-separated accepted audiences)',
+  });
 });
