@@ -1,6 +1,6 @@
 /**
  * A test stand-in for the Azure Functions host: it drives the real Node.js language worker over
- * gRPC the way the host does (../shared/functions-worker/README.md): it listens on 127.0.0.1,
+ * gRPC the way the host does (the worker folder's README.md): it listens on 127.0.0.1,
  * starts the worker with the host's arguments, environment and working directory, and exchanges
  * StreamingMessages on FunctionRpc.EventStream: init, functions metadata, load, invocations with
  * RpcHttp, terminate. What the .NET host adds beyond that (routing, function keys, host.json) is not
@@ -21,7 +21,7 @@ const MAX_MESSAGE = 2147483647;
 const REPLY_TIMEOUT_MS = 20_000;
 
 /**
- * The worker folder: FUNCTIONS_NODE_WORKER_DIR, else ../shared/functions-worker beside this
+ * The worker folder: FUNCTIONS_NODE_WORKER_DIR, else shared/functions-worker beside this
  * repository, else the Node worker bundled with Azure Functions Core Tools (`func` on PATH). None
  * found is an error, not a skip: these tests are the only ones that run the shipped package as
  * Azure runs it.
