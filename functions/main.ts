@@ -3,11 +3,14 @@
  * once. The function is registered whatever they are: with an invalid setting every invocation
  * answers 500 and logs which setting is wrong (docs/contract.md §2.1). An entry that threw instead
  * would register nothing, and the host would answer 404 with the reason only in the worker's output.
+ *
+ * When the host stops the worker (WorkerTerminate: scale-in, a new deployment, a restart), the
+ * telemetry still buffered is sent before the process exits, within the host's grace period.
  */
 import { app, type HttpHandler } from '@azure/functions';
 import type { TokenCredential } from '@azure/identity';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
-import { noTelemetry, startTelemetry } from '../lib/telemetry';
+import { SHUTDOWN_FLUSH_MS, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
 
 function managedIdentityOnFirstUse(): TokenCredential {
@@ -21,7 +24,7 @@ function managedIdentityOnFirstUse(): TokenCredential {
   };
 }
 
-function createHandler(): HttpHandler {
+function createHandler(): { handler: HttpHandler; telemetry: Telemetry } {
   let config: Config;
   try {
     config = loadConfig(process.env);
@@ -30,7 +33,8 @@ function createHandler(): HttpHandler {
     // Once in the host's log at start-up; each invocation logs it again, under its own id.
     console.error(`DrawRequest: ${error.message}`);
     // Telemetry still records the 500s, unless its own settings are the invalid ones.
-    return createMisconfiguredHandler(error, error.telemetry === undefined ? noTelemetry : startTelemetry(error.telemetry));
+    const telemetry = error.telemetry === undefined ? noTelemetry : startTelemetry(error.telemetry);
+    return { handler: createMisconfiguredHandler(error, telemetry), telemetry };
   }
   // Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
   const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
@@ -38,12 +42,21 @@ function createHandler(): HttpHandler {
   // used. `@azure/identity` is a large part of what a cold start would load, and nothing needs it
   // before the first storage call asks for a token: it is loaded then.
   const credential = config.tables.endpoint !== undefined ? managedIdentityOnFirstUse() : undefined;
-  return createDrawRequestHandler(createDependencies(config, { credential, telemetry }));
+  return { handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })), telemetry };
 }
+
+const { handler, telemetry } = createHandler();
 
 app.http('DrawRequest', {
   route: 'DrawRequest',
   methods: ['POST'],
   authLevel: 'anonymous', // the bearer token is the only gate
-  handler: createHandler(),
+  handler,
+});
+
+// The worker runs this on WorkerTerminate and then exits: without it, what the exporter has buffered
+// since its last export (it sends on a timer) would be lost. Bounded: the host kills the worker after
+// its grace period.
+app.hook.appTerminate(async () => {
+  await flushWithin(telemetry, SHUTDOWN_FLUSH_MS);
 });

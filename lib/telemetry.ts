@@ -55,6 +55,33 @@ export const noTelemetry: Telemetry = {
   flush: () => Promise.resolve(),
 };
 
+/**
+ * How long the flush at shutdown may take. On WorkerTerminate the Functions host gives the worker a
+ * grace period of 5 s before it kills the process (WorkerConstants.WorkerTerminateGracePeriodInSeconds
+ * in the host; the message carries it, but the worker does not pass it to appTerminate hooks), and the
+ * worker still has to end its stream and exit after the hooks: 4 s leaves it a second.
+ */
+export const SHUTDOWN_FLUSH_MS = 4_000;
+
+/**
+ * Sends what is buffered, giving up after `withinMs`; resolves either way, and never rejects (a hook
+ * that threw would keep the worker from exiting until the host kills it). Whether it finished in time.
+ */
+export async function flushWithin(telemetry: Telemetry, withinMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), withinMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([telemetry.flush().then(() => true), timedOut]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /** The invocation's W3C trace context (set by the Functions host), as an OpenTelemetry context. */

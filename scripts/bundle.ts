@@ -70,7 +70,11 @@ export async function bundle(): Promise<void> {
     // ESM builds where packages have them: static imports esbuild can follow and tree-shake.
     mainFields: ['module', 'main'],
     minify: true, // less to read and parse at cold start
-    sourcemap: 'linked', // stack traces in the host's log still name the source lines
+    // Stack traces in the host's log name the source files and lines: the package ships the maps and
+    // the app runs with --enable-source-maps (infra/modules/functionApp.bicep). Mappings only, no
+    // source text: Node needs none to map a stack, the zip stays small, and no source is deployed.
+    sourcemap: 'linked',
+    sourcesContent: false,
     legalComments: 'linked',
     logLevel: 'warning',
   };

@@ -7,15 +7,17 @@
  * - `package.json`: name, version, engines, `main` (the bundle) and, as `dependencies`, only the
  *   production packages the bundle leaves outside it (no scripts, no devDependencies);
  * - the code: the esbuild bundle of functions/main.ts (scripts/bundle.ts: one file to load at cold
- *   start instead of hundreds) and the managed-identity file it loads on demand, which must be newer
- *   than every source of `functions/` and `lib/`;
+ *   start instead of hundreds) and the files it loads on demand, which must be newer than every
+ *   source of `functions/` and `lib/`, each with its source map (mappings only, no source text), so
+ *   that stack traces name `lib/….ts` lines under `--enable-source-maps`;
  * - `node_modules/…`: the packages the bundle requires and everything they need, found through the
  *   lockfile and copied from the installed tree after their versions are checked against it (so no
  *   network: `npm ci` has already put them there), less source maps and type declarations.
  *
  * The check on the written zip: host.json at the root, `main` and every relative `require` of the
  * compiled code present, every package the code requires a production dependency that is in the zip,
- * no tests, settings files, sources, tools or dev-only package, no native addon, and the size limits.
+ * the source map each code file names present, holding no source text and naming no path outside the
+ * app, no tests, settings files, sources, tools or dev-only package, no native addon, and the size limits.
  * Entries are sorted and dated 2000-01-01, so the same inputs give the same zip.
  *
  * The zip is written here with Node's own zlib (deflate, CRC-32) rather than a zip library (a
@@ -103,7 +105,7 @@ export interface PackageReport {
   readonly uncompressedBytes: number;
   readonly entries: readonly ZipEntry[];
   readonly packages: number;
-  /** Text of host.json, package.json and the compiled code, as read back from the zip. */
+  /** Text of host.json, package.json, the compiled code and its source maps, as read back from the zip. */
   readonly texts: ReadonlyMap<string, string>;
   readonly problems: readonly string[];
 }
@@ -180,6 +182,7 @@ export function planPackage(root: string): PackagePlan {
     else if (statSync(file).mtimeMs < newestSource) problems.push(`${code} is older than the sources: run npm run bundle`);
     else {
       files.push({ zipPath: code, source: file });
+      if (existsSync(`${file}.map`)) files.push({ zipPath: `${code}.map`, source: `${file}.map` }); // written with the code
       const legal = file.replace(/\.js$/, '.js.LEGAL.txt'); // licences of the bundled packages
       if (existsSync(legal)) files.push({ zipPath: toZipPath(relative(root, legal)), source: legal });
     }
@@ -373,6 +376,38 @@ export function packageDirsOf(path: string): string[] {
   return dirs;
 }
 
+/** Key material that must never be in a shipped file: a storage account key, a PEM private key. */
+const KEY_MATERIAL = /AccountKey=[A-Za-z0-9+/=]{20,}|-----BEGIN [A-Z ]*PRIVATE KEY-----/;
+
+/**
+ * The problems of one of our source maps (`file`, at its path in the zip): it must be a version 3 map,
+ * hold no source text (`sourcesContent`: the bundle is built without it, so nothing of the sources,
+ * nor anything a source might hold, is deployed), name sources only inside the app (a path from the
+ * build machine would name its folders and user), and hold no key material.
+ */
+function sourceMapProblems(file: string, text: string): string[] {
+  let map: { version?: unknown; sources?: unknown; sourcesContent?: unknown };
+  try {
+    map = JSON.parse(text) as typeof map;
+  } catch {
+    return [`${file} is not JSON`];
+  }
+  const problems: string[] = [];
+  if (map.version !== 3) problems.push(`${file} is not a version 3 source map`);
+  if (Array.isArray(map.sourcesContent) && map.sourcesContent.some((s) => s !== null))
+    problems.push(`${file} embeds source text (sourcesContent): build the bundle with sourcesContent: false`);
+  const sources = Array.isArray(map.sources) ? (map.sources as unknown[]) : [];
+  for (const source of sources) {
+    const path = String(source).replace(/\\/g, '/');
+    const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(path)?.[1]?.toLowerCase(); // two letters or more: `C:` is a drive
+    if (scheme !== undefined && scheme !== 'file') continue; // a bundler's own name for a module: webpack://…, on-first-use:…
+    if (scheme === 'file' || posix.isAbsolute(path) || /^[a-z]:/i.test(path) || posix.normalize(posix.join(posix.dirname(file), path)).startsWith('../'))
+      problems.push(`${file} names a source outside the app: ${path}`);
+  }
+  if (KEY_MATERIAL.test(text)) problems.push(`${file} holds key material`);
+  return problems;
+}
+
 const packageName = (specifier: string): string =>
   specifier
     .split('/')
@@ -415,10 +450,18 @@ export function checkPackage(entries: readonly ZipEntry[], texts: ReadonlyMap<st
     }
   }
 
-  // The compiled code: relative requires resolve inside the zip; packages are production dependencies in it.
+  // The compiled code: relative requires resolve inside the zip; packages are production dependencies in it;
+  // the source map it names is there, and holds nothing it must not.
   const builtins = new Set(builtinModules);
+  for (const [file, text] of texts) if (file.startsWith('dist/') && file.endsWith('.js.map')) problems.push(...sourceMapProblems(file, text));
   for (const [file, code] of texts) {
     if (!file.startsWith('dist/') || !file.endsWith('.js')) continue;
+    const mapUrl = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(code)?.[1];
+    if (mapUrl !== undefined && !mapUrl.startsWith('data:')) {
+      const map = posix.normalize(posix.join(posix.dirname(file), mapUrl));
+      if (!paths.has(map)) problems.push(`${file} names its source map ${mapUrl}, which is not in the zip: its stack traces would not name the sources`);
+      else if (!texts.has(map)) problems.push(`${map} was not read for the check`);
+    }
     for (const specifier of requiredSpecifiers(code)) {
       if (specifier.startsWith('.')) {
         const target = posix.normalize(posix.join(posix.dirname(file), specifier));
@@ -446,7 +489,7 @@ export function checkPackage(entries: readonly ZipEntry[], texts: ReadonlyMap<st
 export async function buildPackage(root: string, outFile: string): Promise<PackageReport> {
   const plan = planPackage(root);
   await writeZip(plan.files, outFile);
-  const { entries, texts } = await readZip(outFile, (p) => p === 'host.json' || p === 'package.json' || (p.startsWith('dist/') && p.endsWith('.js')));
+  const { entries, texts } = await readZip(outFile, (p) => p === 'host.json' || p === 'package.json' || (p.startsWith('dist/') && /\.js(\.map)?$/.test(p)));
   const zipBytes = statSync(outFile).size;
   return {
     outFile,

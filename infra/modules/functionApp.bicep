@@ -190,6 +190,9 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     // The host refuses a larger body (413) before buffering it; up to this size the service answers its
     // own 400 for bodies over its 256 KiB limit (lib/limits.ts). The host's default is 100 MB.
     FUNCTIONS_REQUEST_BODY_SIZE_LIMIT: string(requestBodySizeLimitBytes)
+    // Options for the node process of the language worker (the host puts them before the worker script):
+    // stack traces in the log name lib/….ts lines through the source maps the package ships.
+    languageWorkers__node__arguments: '--enable-source-maps'
   }
 }
 

@@ -72,10 +72,11 @@ describe('the package Flex Consumption deploys', () => {
     expect(paths.has(PACKAGED_MAIN)).toBe(true);
   });
 
-  test('the bundle, the files it loads on first use, their licence notices (where esbuild found any), and no other code of ours', () => {
+  test('the bundle, the files it loads on first use, their source maps and licence notices (where esbuild found any), and no other code of ours', () => {
     const ours = [...paths].filter((p) => !p.startsWith('node_modules/')).sort();
     const notices = PACKAGED_CODE.map((c) => `${c}.LEGAL.txt`);
-    expect(ours.filter((p) => !notices.includes(p))).toEqual(['host.json', 'package.json', ...PACKAGED_CODE].sort());
+    const maps = PACKAGED_CODE.map((c) => `${c}.map`);
+    expect(ours.filter((p) => !notices.includes(p))).toEqual(['host.json', 'package.json', ...PACKAGED_CODE, ...maps].sort());
     expect(ours).toContain(`${PACKAGED_MAIN}.LEGAL.txt`);
     // The bundle holds the service's code: the handler's error catalogue is in it, not required from elsewhere.
     expect(report.texts.get(PACKAGED_MAIN)).toContain('Pending Transaction Request');
@@ -103,12 +104,20 @@ describe('the package Flex Consumption deploys', () => {
     expect(packaged.has('node_modules/azurite')).toBe(false);
   });
 
-  test('what the bundle leaves outside it is there; what it holds is not; no source maps or type declarations', () => {
+  test("what the bundle leaves outside it is there; what it holds is not; no package's source maps or type declarations", () => {
     expect(paths.has('node_modules/applicationinsights/package.json')).toBe(true);
     for (const bundled of ['jose', 'ajv', '@azure/data-tables'])
       // (@azure/identity is there: applicationinsights needs it)
       expect(paths.has(`node_modules/${bundled}/package.json`)).toBe(false);
-    expect([...paths].filter((p) => /\.(map|d\.ts|d\.mts|d\.cts)$/.test(p))).toEqual([]);
+    expect([...paths].filter((p) => p.startsWith('node_modules/') && /\.(map|d\.ts|d\.mts|d\.cts)$/.test(p))).toEqual([]);
+  });
+
+  test("the bundle's source maps: mappings to the service's own sources, no source text, a fraction of the zip", () => {
+    const map = JSON.parse(report.texts.get(`${PACKAGED_MAIN}.map`) ?? '{}') as { sources: string[]; sourcesContent?: unknown };
+    expect(map.sources).toEqual(expect.arrayContaining(['../../functions/main.ts', '../../lib/store.ts', '../../lib/outcome.ts']));
+    expect(map).not.toHaveProperty('sourcesContent');
+    const mapBytes = report.entries.filter((e) => e.path.startsWith('dist/') && e.path.endsWith('.map')).reduce((sum, e) => sum + e.size, 0);
+    expect(mapBytes).toBeLessThan(2 * 1024 * 1024);
   });
 
   test("unpacked alone, its CRCs hold and Node loads main and every dependency with nothing but the zip's node_modules", async () => {
@@ -150,6 +159,7 @@ describe('the package check catches', () => {
     { path: 'dist/bundle/config.js', size: 10 },
     { path: 'node_modules/@azure/functions/package.json', size: 10 },
   ];
+  const MAP = JSON.stringify({ version: 3, sources: ['../../lib/config.ts', 'webpack://@azure/functions/src/app.ts'], names: [], mappings: 'AAAA' });
   const texts = (overrides: Record<string, string> = {}): Map<string, string> =>
     new Map(
       Object.entries({
@@ -203,6 +213,25 @@ describe('the package check catches', () => {
       'dependency @azure/functions is not in the zip',
       expect.stringContaining('requires @azure/functions, which is not in the zip'),
     ]);
+  });
+
+  test('a source map a code file names that is not in the zip', () => {
+    const t = texts({ 'dist/bundle/config.js': 'module.exports = {};\n//# sourceMappingURL=config.js.map\n' });
+    expect(check(good(), t)).toEqual([expect.stringContaining('dist/bundle/config.js names its source map config.js.map, which is not in the zip')]);
+    expect(check([...good(), { path: 'dist/bundle/config.js.map', size: 10 }], new Map([...t, ['dist/bundle/config.js.map', MAP]]))).toEqual([]);
+  });
+
+  test.each([
+    ['source text', { sourcesContent: ['export const x = 1;'] }, 'embeds source text'],
+    ['an absolute path from the build machine', { sources: ['/home/builder/work/lib/config.ts'] }, 'names a source outside the app: /home/builder'],
+    ['a Windows path', { sources: ['C:\\agent\\lib\\config.ts'] }, 'names a source outside the app: C:/agent'],
+    ['a path above the app', { sources: ['../../../secrets/config.ts'] }, 'names a source outside the app: ../../../secrets'],
+    ['key material', { names: ['AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq'] }, 'holds key material'],
+    ['not a version 3 map', { version: 2 }, 'not a version 3 source map'],
+  ])('a shipped source map with %s', (_what, change, problem) => {
+    const map = JSON.stringify({ ...(JSON.parse(MAP) as object), ...change });
+    const entries = [...good(), { path: 'dist/bundle/config.js.map', size: 10 }];
+    expect(check(entries, texts({ 'dist/bundle/config.js.map': map }))).toEqual([expect.stringContaining(problem)]);
   });
 
   test('a package over the size limit', () => {

@@ -7,17 +7,21 @@
  * checked against the partner contract, and its X-Request-Id against the invocation id the host
  * sent (docs/contract.md §2.1).
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { connectionStringFor, freePort } from '../../dev/azurite';
 import { tableClient } from '../../dev/demoData';
 import { DETAILS, internalError } from '../../lib/problem';
+import { EVENT_NAME } from '../../lib/telemetry';
 import { bundle } from '../../scripts/bundle';
 import { buildPackage, unpackZip } from '../../scripts/package';
 import { contractViolations } from '../support/contract';
 import { AUDIENCE, Harness, draw, type Reply } from '../support/harness';
+import { ofType, startIngestion, type Ingestion } from '../support/ingestion';
 import { WorkerHost, findWorkerDir, type FunctionMetadata } from '../support/workerHost';
 
 const ROOT = resolve(__dirname, '../..');
@@ -38,13 +42,24 @@ interface Started {
 }
 
 /** A worker on the unpacked package with these app settings, initialised, indexed and loaded as the host does. */
-async function startWorker(settings: Record<string, string | undefined>): Promise<Started> {
+async function startWorker(settings: Record<string, string | undefined>, nodeArgs?: readonly string[]): Promise<Started> {
   const defined = Object.fromEntries(Object.entries(settings).filter((e): e is [string, string] => e[1] !== undefined));
-  const host = await WorkerHost.start({ appDir, workerDir, settings: defined });
+  const host = await WorkerHost.start({ appDir, workerDir, settings: defined, nodeArgs });
   const init = await host.init();
   const metadata = await host.metadata();
   const loads = await host.load();
   return { host, init, metadata, loads };
+}
+
+/**
+ * The Node.js options the deployment starts the worker with: the app setting languageWorkers__node__arguments
+ * of infra/modules/functionApp.bicep, split on whitespace as the host splits it.
+ */
+function deployedNodeArguments(): string[] {
+  const bicep = readFileSync(join(ROOT, 'infra', 'modules', 'functionApp.bicep'), 'utf8');
+  const value = /^\s*languageWorkers__node__arguments:\s*'([^']*)'/m.exec(bicep)?.[1];
+  if (value === undefined) throw new Error('infra/modules/functionApp.bicep sets no languageWorkers__node__arguments');
+  return value.trim().split(/\s+/);
 }
 
 type WorkerReply = Reply & { readonly invocationId: string };
@@ -262,5 +277,87 @@ describe('a misconfigured instance (AUTH_AUDIENCE unset): loud, not invisible', 
     const everything = `${host.output}\n${host.logs.map((l) => l.message).join('\n')}`;
     expect(everything).not.toContain(accountKey);
     expect(everything).not.toContain(harness.settings.TABLES_CONNECTION_STRING);
+  });
+});
+
+describe('a defect under the deployed Node options: the logged stack names the TypeScript source', () => {
+  let host: WorkerHost;
+  let storage: Server;
+
+  beforeAll(async () => {
+    // A table endpoint whose every query answers a page holding a null row: the storage client throws a
+    // TypeError reading it, which the service treats as a defect (lib/store.ts), answered 500.
+    storage = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json;odata=nometadata' }).end('{"value":[null]}'));
+    await new Promise<void>((resolve) => storage.listen(0, '127.0.0.1', resolve));
+    const { port } = storage.address() as AddressInfo;
+    ({ host } = await startWorker({ ...harness.settings, TABLES_CONNECTION_STRING: connectionStringFor(port) }, deployedNodeArguments()));
+  }, 30_000);
+
+  afterAll(async () => {
+    await host?.kill();
+    await new Promise((resolve) => storage?.close(resolve));
+  });
+
+  test('500 with the generic body; the Error-level log line carries the stack, mapped to lib/….ts lines', async () => {
+    const reply = await post(host, [draw(1001)]);
+    expect(reply.status).toBe(500);
+    expect(reply.body).toEqual(JSON.parse(internalError(reply.invocationId).body as string));
+    const lines = logsOf(host, reply);
+    expect(lines).toEqual([{ level: 'Error', message: expect.stringMatching(/^DrawRequest failed: TypeError: /) }]);
+    // Frames in the package, `at … (<app>/<file>:<line>:<column>)`: none left in the bundle, and the service's own named.
+    const frames = [...lines[0].message.matchAll(/^\s+at .*\((\S+):(\d+):\d+\)$/gm)]
+      .filter((m) => m[1].startsWith(`${appDir}/`))
+      .map((m) => ({ file: m[1].slice(appDir.length + 1), line: Number(m[2]) }));
+    expect(frames.filter((f) => f.file.startsWith('dist/'))).toEqual([]);
+    expect(frames).toContainEqual({ file: expect.stringMatching(/^(lib|functions)\/\w+\.ts$/), line: expect.any(Number) });
+  });
+});
+
+describe('WorkerTerminate right after invocations: their telemetry is sent before the worker exits', () => {
+  let ingestion: Ingestion;
+  let host: WorkerHost;
+  const replies: WorkerReply[] = [];
+  let rejectedLoan: number;
+  let exit: { code: number | null; ms: number };
+
+  beforeAll(async () => {
+    ingestion = await startIngestion();
+    // The exporter sends over HTTPS: the worker trusts the local endpoint's self-signed certificate.
+    const settings = { ...harness.settings, APPLICATIONINSIGHTS_CONNECTION_STRING: ingestion.connectionString, NODE_EXTRA_CA_CERTS: ingestion.caFile };
+    ({ host } = await startWorker(settings, deployedNodeArguments()));
+    const loan = await harness.loan();
+    rejectedLoan = await harness.loan();
+    replies.push(await post(host, [draw(loan, 20)]));
+    replies.push(await post(host, [draw(rejectedLoan, 0.001)]));
+    replies.push(await post(host, [draw(loan, 20)], { token: null }));
+    // At once: nothing has had time to leave on the exporter's own schedule.
+    const started = Date.now();
+    const code = await host.terminate(GRACE_MS);
+    exit = { code, ms: Date.now() - started };
+  }, 60_000);
+
+  afterAll(async () => {
+    await host?.kill();
+    await ingestion?.stop();
+  });
+
+  test('the invocations got the statuses the scenario needs', () => {
+    expect(replies.map((r) => r.status)).toEqual([204, 400, 401]);
+  });
+
+  test('the worker exits 0 within the grace period', () => {
+    expect(exit.code).toBe(0);
+    expect(exit.ms).toBeLessThan(GRACE_MS);
+  });
+
+  test('every DrawRequestBatch event of those invocations had arrived when it exited', () => {
+    const events = ofType(ingestion.envelopes, 'EventData').filter((e) => e.data.baseData.name === EVENT_NAME);
+    expect(events.map((e) => e.data.baseData.properties?.requestId).sort()).toEqual(replies.map((r) => r.invocationId).sort());
+    expect(events.map((e) => e.data.baseData.properties?.outcome).sort()).toEqual(['Accepted', 'Rejected', 'Unauthorized']);
+  });
+
+  test("and the rejected element's trace", () => {
+    const traces = ofType(ingestion.envelopes, 'MessageData').filter((e) => e.data.baseData.properties?.requestId === replies[1].invocationId);
+    expect(traces.map((t) => t.data.baseData.properties)).toEqual([expect.objectContaining({ loanNumber: String(rejectedLoan), code: 'InvalidAmount' })]);
   });
 });

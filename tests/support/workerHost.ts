@@ -89,6 +89,12 @@ export interface WorkerHostOptions {
   /** App settings: the worker's whole environment, with FUNCTIONS_WORKER_RUNTIME and AzureWebJobsScriptRoot. */
   readonly settings: Record<string, string>;
   readonly workerDir?: string;
+  /**
+   * Node.js options, as the app setting `languageWorkers__node__arguments` gives them: the host splits
+   * its value on whitespace and puts the parts on the node command line before the worker script
+   * (`node <arguments> <worker script> <worker arguments> --host …`).
+   */
+  readonly nodeArgs?: readonly string[];
 }
 
 export class WorkerHost {
@@ -140,7 +146,7 @@ export class WorkerHost {
       ...['--functions-uri', uri, '--functions-worker-id', workerId, '--functions-request-id', requestId],
       ...['--functions-grpc-max-message-length', String(MAX_MESSAGE)],
     ];
-    const child = spawn(process.execPath, [join(workerDir, WORKER_ENTRY), ...args], {
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(workerDir, WORKER_ENTRY), ...args], {
       cwd: options.appDir,
       env: { ...options.settings, FUNCTIONS_WORKER_RUNTIME: 'node', AzureWebJobsScriptRoot: options.appDir },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -609,6 +609,11 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     expect(limit).toBeLessThanOrEqual(LIMITS.bodyBytes + 16 * 1024); // and not the host's 100 MB default
   });
 
+  test('the language worker runs with source maps on: logged stacks name the TypeScript sources the package maps', () => {
+    // The host reads languageWorkers:node:arguments and puts it on the node command line before the worker script.
+    expect(appSettings().languageWorkers__node__arguments).toBe('--enable-source-maps');
+  });
+
   test('no setting Flex Consumption rejects', () => {
     expect(Object.keys(appSettings()).filter((name) => FLEX_DEPRECATED.includes(name))).toEqual([]);
   });

@@ -2,7 +2,7 @@ import { HttpRequest, InvocationContext } from '@azure/functions';
 import { createMisconfiguredHandler } from '../../functions/drawRequest';
 import { ConfigError, loadConfig } from '../../lib/config';
 import { internalError } from '../../lib/problem';
-import { MISCONFIGURED, eventOf, noTelemetry, type BatchRecord } from '../../lib/telemetry';
+import { MISCONFIGURED, SHUTDOWN_FLUSH_MS, eventOf, flushWithin, noTelemetry, type BatchRecord, type Telemetry } from '../../lib/telemetry';
 
 const base: BatchRecord = { requestId: 'r-1', outcome: 'Rejected', errors: [], durations: { total: 12.5 } };
 
@@ -102,5 +102,27 @@ test('a misconfigured instance answers 500 and records each invocation as Failed
     outcome: 'Failed',
     reason: 'Misconfigured',
     reasonDetail: 'AUTH_AUDIENCE is required (comma-separated accepted audiences)',
+  });
+});
+
+describe('the flush at shutdown (functions/main.ts appTerminate hook)', () => {
+  const flushing = (flush: () => Promise<void>): Telemetry => ({ ...noTelemetry, flush });
+  const sent = flushing(() => new Promise((resolve) => setTimeout(resolve, 10)));
+  const stuck = flushing(() => new Promise(() => undefined));
+  const refused = flushing(() => Promise.reject(new Error('ingestion refused')));
+
+  test('is bounded below the 5 s the host waits after WorkerTerminate', () => {
+    expect(SHUTDOWN_FLUSH_MS).toBeLessThan(5_000);
+  });
+
+  test('resolves true once the exporter has sent what it held', async () => {
+    expect(await flushWithin(sent, 1_000)).toBe(true);
+  });
+
+  test('gives up at its bound on an exporter that never finishes, and never rejects', async () => {
+    const started = Date.now();
+    expect(await flushWithin(stuck, 50)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await flushWithin(refused, 1_000)).toBe(false);
   });
 });
