@@ -55,8 +55,16 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     if (!existsSync(EXAMPLE_ENTRY)) throw new Error(`${EXAMPLE_ENTRY} is missing: run \`npm run build\` (npm test does)`);
     dir = mkdtempSync(join(tmpdir(), 'example-'));
     // A fixed port, as `npm start` has: its embedded provider then listens on the next one, where the client looks.
-    const port = await freePort();
-    host = await spawnDevHost({ PORT: String(port) });
+    // Either port may be taken by another test's listener between the probe and the start: then try other ports.
+    let port = 0;
+    for (let attempt = 1; host === undefined; attempt += 1) {
+      port = await freePort();
+      try {
+        host = await spawnDevHost({ PORT: String(port) });
+      } catch (error) {
+        if (attempt === 3 || !String(error).includes('EADDRINUSE')) throw error;
+      }
+    }
     env = { DRAWS_BASE_URL: host.url.replace(/\/DrawRequest$/, '') };
     expect(host.output()).toContain(`-X POST http://localhost:${port + 1}/token`); // the curl `npm start` prints
   });
