@@ -43,9 +43,21 @@ export interface AzuriteOptions {
   readonly location?: string;
 }
 
-/** Starts Azurite Table and resolves once it accepts requests. */
+/**
+ * Starts Azurite Table and resolves once it accepts requests. A free port it chose itself may be taken
+ * by another process before Azurite listens on it: then it tries another, twice at most.
+ */
 export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
-  const chosen = options.port ?? (await freePort());
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startAzuriteOn(options.port ?? (await freePort()), options);
+    } catch (error) {
+      if (options.port !== undefined || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startAzuriteOn(chosen: number, options: AzuriteOptions): Promise<Azurite> {
   const workDir = mkdtempSync(join(tmpdir(), 'azurite-')); // Azurite may write debug files to its cwd
   const main = require.resolve('azurite/dist/src/table/main.js');
   const persistence = options.location === undefined ? ['--inMemoryPersistence'] : ['--location', options.location];
@@ -62,7 +74,10 @@ export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurit
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`Azurite exited (${code}) before starting: ${output.trim()}`)));
+    child.once('exit', (code) => {
+      rmSync(workDir, { recursive: true, force: true });
+      reject(new Error(`Azurite exited (${code}) before starting: ${output.trim()}`));
+    });
   });
   child.removeAllListeners('exit');
   return {
