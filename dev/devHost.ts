@@ -10,7 +10,7 @@ import { format } from 'node:util';
 import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { ConfigError, loadConfig, type Settings } from '../lib/config';
-import { MAX_BODY_BYTES } from '../lib/requestBody';
+import { LIMITS } from '../lib/limits';
 import { noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
 import { startAzurite } from './azurite';
@@ -66,11 +66,11 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
-      if (size > MAX_BODY_BYTES) return;
+      if (size > LIMITS.bodyBytes) return;
       chunks.push(chunk);
       size += chunk.length;
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES + 1)));
+    req.on('end', () => resolve(Buffer.concat(chunks).subarray(0, LIMITS.bodyBytes + 1)));
     req.on('error', reject);
   });
 }

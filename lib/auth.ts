@@ -22,8 +22,6 @@ import { VerifiedTokens } from './verifiedTokens';
 /** Calls to the identity provider, recorded as dependencies. */
 const providerFetch = tracedFetch('identity-provider');
 
-export const MAX_TOKEN_BYTES = LIMITS.tokenBytes;
-
 /** How the provider's metadata and keys are fetched and kept. */
 export interface ProviderTimings {
   /** Each metadata or key-set request. */
@@ -141,7 +139,7 @@ export class Authenticator {
     const scheme = /^Bearer(?:[ \t]+([^]*))?$/i.exec(authorization ?? '');
     const token = scheme?.[1]?.trim() ?? '';
     if (token === '') return refuse('ERR_AUTH_MISSING', false);
-    if (Buffer.byteLength(token) > MAX_TOKEN_BYTES) return refuse('ERR_AUTH_TOKEN_TOO_LARGE');
+    if (Buffer.byteLength(token) > LIMITS.tokenBytes) return refuse('ERR_AUTH_TOKEN_TOO_LARGE');
     if (!B64TOKEN.test(token)) return refuse('ERR_AUTH_MALFORMED');
 
     let keys: ProviderKeys;

@@ -10,8 +10,6 @@ import { validate as generatedValidator } from './generated/validateElement';
 import { LIMITS } from './limits';
 import { DETAILS, type ElementError } from './problem';
 
-export const MAX_BODY_BYTES = LIMITS.bodyBytes;
-
 /** One accepted-shape element, in canonical form. */
 export interface DrawRequest {
   readonly index: number;
@@ -225,7 +223,7 @@ export function isJsonContentType(header: string | null | undefined): boolean {
 
 /** Pure: the body bytes → canonical requests or errors (rules 1–3 for the whole batch). */
 export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyResult {
-  if (body.byteLength > MAX_BODY_BYTES) return requestError(DETAILS.tooLarge(MAX_BODY_BYTES));
+  if (body.byteLength > LIMITS.bodyBytes) return requestError(DETAILS.tooLarge(LIMITS.bodyBytes));
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(body); // a leading BOM is dropped
@@ -269,7 +267,7 @@ export interface BodySource {
 export async function readDrawRequests(request: BodySource, maxBatchSize: number): Promise<BodyResult> {
   if (!isJsonContentType(request.headers.get('content-type'))) return requestError(DETAILS.contentType);
   const declared = Number(request.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) return requestError(DETAILS.tooLarge(MAX_BODY_BYTES));
+  if (Number.isFinite(declared) && declared > LIMITS.bodyBytes) return requestError(DETAILS.tooLarge(LIMITS.bodyBytes));
   let bytes: ArrayBuffer;
   try {
     bytes = await request.arrayBuffer();

@@ -2,7 +2,7 @@ import Ajv from 'ajv';
 import fc from 'fast-check';
 import { canonicalLoanNumber, decimalPlaces } from '../../lib/elementChecks';
 import { ELEMENT_SCHEMA } from '../../lib/elementSchema';
-import { isJsonContentType, MAX_BODY_BYTES, parseDrawRequests, readDrawRequests, type BodyResult, type BodySource } from '../../lib/requestBody';
+import { isJsonContentType, parseDrawRequests, readDrawRequests, type BodyResult, type BodySource } from '../../lib/requestBody';
 import { DETAILS, ERROR_NAMES, type ElementError } from '../../lib/problem';
 import { LIMITS } from '../../lib/limits';
 
@@ -34,8 +34,8 @@ describe('parseDrawRequests: request-level errors (no index)', () => {
     return body;
   }
 
-  test('MAX_BODY_BYTES is 256 KiB', () => {
-    expect(MAX_BODY_BYTES).toBe(262144);
+  test('the body limit is 256 KiB', () => {
+    expect(LIMITS.bodyBytes).toBe(262144);
   });
 
   test('a body of exactly 262144 bytes is parsed', () => {
