@@ -8,21 +8,10 @@
  * telemetry still buffered is sent before the process exits, within the host's grace period.
  */
 import { app, type HttpHandler } from '@azure/functions';
-import type { TokenCredential } from '@azure/identity';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
+import { storageIdentity } from '../lib/identityOnFirstUse';
 import { SHUTDOWN_FLUSH_MS, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
-
-function managedIdentityOnFirstUse(): TokenCredential {
-  let credential: TokenCredential | undefined;
-  return {
-    getToken: (scopes, options) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      credential ??= (require('../lib/managedIdentity') as typeof import('../lib/managedIdentity')).managedIdentity();
-      return credential.getToken(scopes, options);
-    },
-  };
-}
 
 function createHandler(): { handler: HttpHandler; telemetry: Telemetry } {
   let config: Config;
@@ -38,10 +27,8 @@ function createHandler(): { handler: HttpHandler; telemetry: Telemetry } {
   }
   // Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
   const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
-  // Managed identity (AZURE_CLIENT_ID selects a user-assigned one) only when no connection string is
-  // used. `@azure/identity` is a large part of what a cold start would load, and nothing needs it
-  // before the first storage call asks for a token: it is loaded then.
-  const credential = config.tables.endpoint !== undefined ? managedIdentityOnFirstUse() : undefined;
+  // Managed identity only when no connection string is used, loaded when the first storage call asks for a token.
+  const credential = config.tables.endpoint !== undefined ? storageIdentity() : undefined;
   return { handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })), telemetry };
 }
 

@@ -1,7 +1,7 @@
 /**
  * Managed-identity credentials, in a module of its own: `@azure/identity` (with MSAL) is a third of
  * the deployable bundle, and only deployments that use it load it, when they first need a token
- * (scripts/bundle.ts builds this file apart; functions/main.ts and lib/telemetry.ts require it on demand).
+ * (scripts/bundle.ts builds this file apart; lib/identityOnFirstUse.ts requires it on demand).
  */
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from '@azure/identity';
 

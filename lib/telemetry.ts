@@ -7,6 +7,7 @@
 import type { InvocationContext } from '@azure/functions';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { TelemetryClient } from 'applicationinsights';
+import { ingestionIdentity } from './identityOnFirstUse';
 import type { ElementError } from './problem';
 
 export type Outcome = 'Accepted' | 'Replayed' | 'Rejected' | 'Unauthorized' | 'DependencyFailed' | 'Failed';
@@ -135,6 +136,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   client.config.enableAutoCollectRequests = false; // the Functions host already records every request
   client.config.enableAutoCollectPerformance = false; // the host reports performance counters
   client.config.enableAutoCollectConsole = false;
+  client.config.enableAutoCollectExternalLoggers = false; // no bunyan or winston here (and not in the bundle)
   client.config.azureMonitorOpenTelemetryOptions = {
     tracesPerSecond: 0, // the SDK's default keeps only 5 traces/s; sample by ratio instead
     enableLiveMetrics: false,
@@ -148,11 +150,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
       redis4: { enabled: false },
     },
   };
-  if (options.entraIngestion !== undefined) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { ingestionIdentity } = require('./managedIdentity') as typeof import('./managedIdentity');
-    client.config.aadTokenCredential = ingestionIdentity(options.entraIngestion.clientId);
-  }
+  // Loaded when the exporter first asks for a token, after start-up.
+  if (options.entraIngestion !== undefined) client.config.aadTokenCredential = ingestionIdentity(options.entraIngestion.clientId);
   client.initialize();
 
   return {

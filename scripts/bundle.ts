@@ -6,59 +6,66 @@
  * - `applicationinsights`, required only when telemetry is configured (lib/telemetry.ts), because
  *   it reads its own package files at run time; the package ships it as a dependency.
  */
-import { build as esbuild, type BuildOptions, type Plugin } from 'esbuild';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { build as esbuild, type BuildOptions } from 'esbuild';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { managedIdentityApart, notShipped, oneCopy, oneDialect, xmlOnFirstUse } from './bundlePlugins';
 
 // scripts/ from the sources (tests), dist/scripts/ once compiled.
 export const ROOT = existsSync(join(__dirname, '..', 'package.json')) ? join(__dirname, '..') : join(__dirname, '..', '..');
 export const BUNDLE = join(ROOT, 'dist', 'bundle', 'main.js');
-export const BUNDLE_EXTERNALS = ['@azure/functions-core', 'applicationinsights'] as const;
+export const BUNDLE_EXTERNALS = ['@azure/functions-core'] as const;
 
-/**
- * `@azure/data-tables` hands the pipeline `@azure/core-xml` (with fast-xml-parser, about 80 KB) for
- * XML answers, which only account-level operations get; this service's reads and transactions are
- * JSON. The bundle gets a stand-in that loads the real module, built apart as coreXml.js, on first use.
- */
-const XML_ON_FIRST_USE = `
-let xml;
-const load = () => (xml ??= require('./coreXml.js'));
-exports.parseXML = (...args) => load().parseXML(...args);
-exports.stringifyXML = (...args) => load().stringifyXML(...args);
-exports.XML_ATTRKEY = '$';
-exports.XML_CHARKEY = '_';
-`;
-const xmlOnFirstUse: Plugin = {
-  name: 'xml-on-first-use',
-  setup(b) {
-    b.onResolve({ filter: /^@azure\/core-xml$/ }, () => ({ path: 'core-xml', namespace: 'on-first-use' }));
-    b.onResolve({ filter: /^\.\/coreXml\.js$/ }, () => ({ path: './coreXml.js', external: true }));
-    b.onLoad({ filter: /.*/, namespace: 'on-first-use' }, () => ({ contents: XML_ON_FIRST_USE, loader: 'js' }));
-  },
-};
-
-/** lib/managedIdentity is required on demand (functions/main.ts, lib/telemetry.ts): it stays a file of its own beside the bundle. */
-const managedIdentityApart: Plugin = {
-  name: 'managed-identity-apart',
-  setup(b) {
-    b.onResolve({ filter: /(^|\/)managedIdentity$/ }, () => ({ path: './managedIdentity.js', external: true }));
-  },
-};
-
-/**
- * esbuild's build, each output written whole under a temporary name and renamed into place: a reader
- * never sees a half-written file. Two test files bundle and pack in parallel Jest workers
- * (package.test.ts, worker.test.ts): one may read the bundle while the other rewrites it (the same bytes).
- */
-async function build(options: BuildOptions): Promise<void> {
-  const result = await esbuild({ ...options, write: false });
-  for (const file of result.outputFiles) {
-    mkdirSync(dirname(file.path), { recursive: true });
-    const temporary = `${file.path}.${process.pid}.tmp`;
-    writeFileSync(temporary, file.contents);
-    renameSync(temporary, file.path);
-  }
+/** Writes `contents` to `path` whole, under a temporary name renamed into place. */
+function writeWhole(path: string, contents: string | Uint8Array): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, contents);
+  renameSync(temporary, path);
 }
+
+/**
+ * esbuild's build, each output written whole (a reader never sees a half-written file: two test files
+ * bundle and pack in parallel Jest workers, and one may read the bundle while the other rewrites it
+ * with the same bytes). Returns the folders of the packages whose code went in.
+ */
+async function build(options: BuildOptions): Promise<string[]> {
+  const result = await esbuild({ ...options, write: false, metafile: true });
+  // BUNDLE_METAFILE=1: esbuild's metafile beside each output (what is in it, by input), for size work.
+  if (process.env.BUNDLE_METAFILE && options.outfile !== undefined) writeWhole(`${options.outfile}.meta.json`, JSON.stringify(result.metafile));
+  for (const file of result.outputFiles) writeWhole(file.path, file.contents);
+  const packages = Object.values(result.metafile.outputs)
+    .flatMap((output) => Object.entries(output.inputs).filter(([, input]) => input.bytesInOutput > 0))
+    .map(([path]) => /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1])
+    .filter((dir): dir is string => dir !== undefined);
+  return [...new Set(packages)];
+}
+
+const LICENCE_FILE = /^(licen[cs]e|copying|notice)(\.(md|txt))?$/i;
+
+/**
+ * The licence notices of every package with code in the bundles (MIT, Apache-2.0, BSD and ISC all
+ * ask that the notice travel with copies): name, version, licence and the text of its LICENSE and
+ * NOTICE files, one section per package and version.
+ */
+export function thirdPartyNotices(packageDirs: readonly string[]): string {
+  const sections = new Map<string, string>();
+  for (const dir of packageDirs) {
+    const manifest = JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
+    const id = `${manifest.name}@${manifest.version}`;
+    if (sections.has(id)) continue;
+    const texts = readdirSync(join(ROOT, dir))
+      .filter((name) => LICENCE_FILE.test(name))
+      .sort()
+      .map((name) => readFileSync(join(ROOT, dir, name), 'utf8').trim());
+    if (texts.length === 0) throw new Error(`${id}: no licence file to carry into the package's notices`);
+    sections.set(id, `${id} (${manifest.license ?? 'see below'})\n\n${texts.join('\n\n')}`);
+  }
+  const body = [...sections.keys()].sort().map((id) => sections.get(id) as string);
+  return `Third-party software in dist/bundle/*.js, with its licence notices.\n\n${body.join(`\n\n${'-'.repeat(72)}\n\n`)}\n`;
+}
+
+export const NOTICES = join(dirname(BUNDLE), 'THIRD-PARTY-NOTICES.txt');
 
 export async function bundle(): Promise<void> {
   const common: BuildOptions = {
@@ -75,16 +82,24 @@ export async function bundle(): Promise<void> {
     // source text: Node needs none to map a stack, the zip stays small, and no source is deployed.
     sourcemap: 'linked',
     sourcesContent: false,
-    legalComments: 'linked',
+    legalComments: 'none', // THIRD-PARTY-NOTICES.txt carries every bundled package's licence whole
     logLevel: 'warning',
   };
-  await build({ ...common, entryPoints: [join(ROOT, 'functions', 'main.ts')], outfile: BUNDLE, plugins: [managedIdentityApart, xmlOnFirstUse] });
-  await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') });
-  await build({
-    ...common,
-    stdin: { contents: "module.exports = require('@azure/core-xml');", resolveDir: ROOT, loader: 'js' },
-    outfile: join(dirname(BUNDLE), 'coreXml.js'),
-  });
+  const packages = [
+    ...(await build({
+      ...common,
+      entryPoints: [join(ROOT, 'functions', 'main.ts')],
+      outfile: BUNDLE,
+      plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, oneCopy(ROOT), oneDialect],
+    })),
+    ...(await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') })),
+    ...(await build({
+      ...common,
+      stdin: { contents: "module.exports = require('@azure/core-xml');", resolveDir: ROOT, loader: 'js' },
+      outfile: join(dirname(BUNDLE), 'coreXml.js'),
+    })),
+  ];
+  writeWhole(NOTICES, thirdPartyNotices(packages));
 }
 
 if (require.main === module) {

@@ -9,10 +9,12 @@
  * - the code: the esbuild bundle of functions/main.ts (scripts/bundle.ts: one file to load at cold
  *   start instead of hundreds) and the files it loads on demand, which must be newer than every
  *   source of `functions/` and `lib/`, each with its source map (mappings only, no source text), so
- *   that stack traces name `lib/….ts` lines under `--enable-source-maps`;
- * - `node_modules/…`: the packages the bundle requires and everything they need, found through the
- *   lockfile and copied from the installed tree after their versions are checked against it (so no
- *   network: `npm ci` has already put them there), less source maps and type declarations.
+ *   that stack traces name `lib/….ts` lines under `--enable-source-maps`; and THIRD-PARTY-NOTICES.txt,
+ *   the licences of the packages bundled;
+ * - `node_modules/…`: the packages the bundle leaves outside it, if any (today none: BUNDLE_EXTERNALS
+ *   holds only what the host provides), and everything they need, found through the lockfile and
+ *   copied from the installed tree after their versions are checked against it (no network: `npm ci`
+ *   has already put them there), less source maps and type declarations.
  *
  * The check on the written zip: host.json at the root, `main` and every relative `require` of the
  * compiled code present, every package the code requires a production dependency that is in the zip,
@@ -20,9 +22,9 @@
  * app, no tests, settings files, sources, tools or dev-only package, no native addon, and the size limits.
  * Entries are sorted and dated 2000-01-01, so the same inputs give the same zip.
  *
- * The zip is written here with Node's own zlib (deflate, CRC-32) rather than a zip library (a
- * library took 3–4 times as long on the package's thousands of small files, and the package test
- * builds it on every run). It is read back with yauzl, an independent reader, for the check.
+ * The zip is written here with Node's own zlib (deflate, CRC-32) rather than a zip library (written
+ * when the package held thousands of files, where a library took 3–4 times as long). It is read back
+ * with yauzl, an independent reader, for the check.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
@@ -33,11 +35,15 @@ import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 import * as yauzl from 'yauzl';
 import { BUNDLE_EXTERNALS } from './bundle';
 
-/** Limits the written zip must stay under: far above today's size, far below one with dev packages in it. */
+/**
+ * Limits the written zip must stay under: the cold-start budget (docs/decisions.md, "The package is one
+ * bundle"): 5 MiB zipped. Today's package is about a fifth of each; one that pulled the SDK's
+ * node_modules tree back in (21.7 MiB, 18,557 files) fails at once.
+ */
 export const PACKAGE_LIMITS = {
-  maxZipBytes: 40 * 1024 * 1024,
-  maxUncompressedBytes: 160 * 1024 * 1024,
-  maxEntries: 30_000,
+  maxZipBytes: 5 * 1024 * 1024,
+  maxUncompressedBytes: 20 * 1024 * 1024,
+  maxEntries: 100,
 } as const;
 
 /** Folders whose TypeScript sources make up the code the Functions host loads. */
@@ -46,6 +52,8 @@ export const CODE_FOLDERS = ['functions', 'lib'] as const;
 /** What the Functions host loads (scripts/bundle.ts builds it), and the file it requires on demand. */
 export const PACKAGED_MAIN = 'dist/bundle/main.js';
 export const PACKAGED_CODE = [PACKAGED_MAIN, 'dist/bundle/managedIdentity.js', 'dist/bundle/coreXml.js'] as const;
+/** The licence notices of every package whose code is in the bundle (scripts/bundle.ts). */
+export const PACKAGED_NOTICES = 'dist/bundle/THIRD-PARTY-NOTICES.txt';
 
 /** Required by the code but provided by the Functions host at run time: never shipped. */
 export const HOST_PROVIDED = ['@azure/functions-core'] as const;
@@ -183,10 +191,13 @@ export function planPackage(root: string): PackagePlan {
     else {
       files.push({ zipPath: code, source: file });
       if (existsSync(`${file}.map`)) files.push({ zipPath: `${code}.map`, source: `${file}.map` }); // written with the code
-      const legal = file.replace(/\.js$/, '.js.LEGAL.txt'); // licences of the bundled packages
-      if (existsSync(legal)) files.push({ zipPath: toZipPath(relative(root, legal)), source: legal });
     }
   }
+
+  // The licences of the bundled packages, written with the bundle.
+  const notices = join(root, PACKAGED_NOTICES);
+  if (!existsSync(notices)) problems.push(`${PACKAGED_NOTICES} is missing: run npm run bundle`);
+  else files.push({ zipPath: PACKAGED_NOTICES, source: notices });
 
   // Production packages: what the bundle leaves outside it, and their dependencies, as installed.
   const devPackages = Object.entries(lock.packages)
@@ -361,7 +372,8 @@ function requiredSpecifiers(code: string): string[] {
   const specifiers: string[] = [];
   // Not inside a string: ajv's code generator holds `require("ajv/dist/runtime/…")` as text.
   for (const match of code.matchAll(/(?<![`'"])\brequire\(\s*(["'])([^"']+)\1\s*\)|\bimport\(\s*(["'])([^"']+)\3\s*\)/g)) specifiers.push(match[2] ?? match[4]);
-  return specifiers;
+  // require-in-the-middle's debug text `processing %s module require('%s')` is a format string, not a require.
+  return specifiers.filter((s) => !/%[sdj]/.test(s));
 }
 
 /** The package folders a path lies in: `node_modules/a/node_modules/@s/b/x.js` → `node_modules/a`, `node_modules/a/node_modules/@s/b`. */

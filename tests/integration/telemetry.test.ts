@@ -1,30 +1,41 @@
 /**
- * The telemetry that really leaves the process: the dev host runs with
- * APPLICATIONINSIGHTS_CONNECTION_STRING pointing at a local HTTPS ingestion endpoint, is driven
- * through accepted, rejected, unauthorized and dependency-failure requests, and the envelopes
- * that arrive are checked: names, dimensions, correlation, and that no secret is in them.
+ * The telemetry that really leaves the process, from what ships: the zip of `npm run package` runs
+ * under the real Functions Node.js worker (tests/support/workerHost.ts, with the deployment's Node
+ * options) with APPLICATIONINSIGHTS_CONNECTION_STRING pointing at a local HTTPS ingestion endpoint.
+ * Invocations carry a W3C traceParent as the host sends them: accepted, rejected, unauthorized and
+ * dependency-failure requests. Then the host terminates the worker at once, as a scale-in does, and
+ * the envelopes that arrived are checked: names, dimensions, the Table Storage and identity-provider
+ * dependencies, correlation with each invocation's operation id, that nothing emitted before the
+ * terminate was lost, and that no secret is in them.
  */
 import { randomBytes } from 'node:crypto';
 import { startAzurite, type Azurite } from '../../dev/azurite';
 import { createTables, putLoan, putPartner, tableClient } from '../../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
-import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
 import { ofType, startIngestion, type Envelope, type Ingestion } from '../support/ingestion';
+import { deployedNodeArguments, packagedApp, type PackagedApp } from '../support/packagedApp';
+import { WorkerHost } from '../support/workerHost';
 
 const AUDIENCE = 'api://telemetry-tests';
 const TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
 const REQUESTOR = 'private.person@partner.example';
+const FUNCTION_URL = 'https://draw-request-service.example/DrawRequest';
+/** The host's WorkerTerminate grace period (WorkerConstants.WorkerTerminateGracePeriodInSeconds). */
+const GRACE_MS = 5_000;
 
 interface Sent {
   readonly status: number;
+  /** The invocation id: the requestId of the answer and of everything recorded. */
   readonly requestId: string;
   readonly traceId: string;
 }
 
+let app: PackagedApp;
 let ingestion: Ingestion;
 let azurite: Azurite;
 let provider: OidcProvider;
-let host: DevHostProcess;
+let host: WorkerHost;
+let exit: { code: number | null; ms: number };
 const tokens: string[] = [];
 const sent: Record<string, Sent> = {};
 
@@ -39,16 +50,19 @@ async function tokenFor(clientId: string, expired = false): Promise<string> {
 
 async function post(name: string, token: string, body: unknown): Promise<void> {
   const traceId = randomBytes(16).toString('hex');
-  const response = await fetch(host.url, {
+  const reply = await host.invoke({
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    url: FUNCTION_URL,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
+    traceParent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
   });
-  sent[name] = { status: response.status, requestId: response.headers.get('x-request-id') as string, traceId };
+  expect(reply.headers['x-request-id']).toBe(reply.invocationId);
+  sent[name] = { status: reply.status, requestId: reply.invocationId, traceId };
 }
 
 beforeAll(async () => {
-  [ingestion, azurite, provider] = await Promise.all([startIngestion(), startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
+  [app, ingestion, azurite, provider] = await Promise.all([packagedApp(), startIngestion(), startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
   await createTables(azurite.connectionString, TABLES);
   await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'tele-client', partnerId: 'TELE' });
   await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'unnamed-client' });
@@ -57,13 +71,22 @@ beforeAll(async () => {
   await putLoan(loans, { loanNumber: 502, partnerId: 'TELE', availableCredit: 10, fundingInvestorId: 'I' });
   await loans.upsertEntity({ partitionKey: '503', rowKey: '', PartnerId: 'TELE', FundingInvestorId: 'I' }, 'Replace');
 
-  host = await spawnDevHost({
-    APPLICATIONINSIGHTS_CONNECTION_STRING: ingestion.connectionString,
-    NODE_EXTRA_CA_CERTS: ingestion.caFile,
-    TABLES_CONNECTION_STRING: azurite.connectionString,
-    AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
-    AUTH_AUDIENCE: AUDIENCE,
+  host = await WorkerHost.start({
+    appDir: app.appDir,
+    nodeArgs: deployedNodeArguments(),
+    settings: {
+      PATH: process.env.PATH ?? '',
+      APPLICATIONINSIGHTS_CONNECTION_STRING: ingestion.connectionString,
+      // The exporter sends over HTTPS: the worker trusts the local endpoint's self-signed certificate.
+      NODE_EXTRA_CA_CERTS: ingestion.caFile,
+      TABLES_CONNECTION_STRING: azurite.connectionString,
+      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+      AUTH_AUDIENCE: AUDIENCE,
+    },
   });
+  expect((await host.init()).result.status).toBe('Success');
+  await host.metadata();
+  await host.load();
 
   const good = await tokenFor('tele-client');
   await post('accepted', good, [{ loanNumber: 501, requestor: REQUESTOR, amount: 100 }]);
@@ -77,12 +100,16 @@ beforeAll(async () => {
   await azurite.stop(true);
   await post('storageDown', good, [{ loanNumber: 501, requestor: REQUESTOR, amount: 1 }]);
 
-  expect(await host.stop()).toBe(0); // shutting down flushes what is buffered
-}, 60_000);
+  // At once, as a scale-in does: nothing has had time to leave on the exporter's own schedule.
+  const started = Date.now();
+  const code = await host.terminate(GRACE_MS);
+  exit = { code, ms: Date.now() - started };
+}, 90_000);
 
 afterAll(async () => {
-  await host?.stop();
+  await host?.kill();
   await Promise.allSettled([ingestion?.stop(), azurite?.stop(true), provider?.stop()]);
+  app?.remove();
 });
 
 const events = () => ofType(ingestion.envelopes, 'EventData').filter((e) => e.data.baseData.name === 'DrawRequestBatch');
@@ -91,6 +118,11 @@ const eventFor = (name: string): Envelope => {
   expect(found).toHaveLength(1);
   return found[0];
 };
+
+test('WorkerTerminate: the worker flushes and exits 0 within the grace period', () => {
+  expect(exit.code).toBe(0);
+  expect(exit.ms).toBeLessThan(GRACE_MS);
+});
 
 test('the requests got the statuses the scenario needs', () => {
   expect(Object.fromEntries(Object.entries(sent).map(([k, v]) => [k, v.status]))).toEqual({
@@ -172,17 +204,30 @@ test('data-quality warnings: a loan without numeric credit, a Partners row witho
   for (const w of warnings) expect(w.data.baseData.severityLevel).toBe('Warning');
 });
 
-test('everything an invocation records carries its operation id, dependencies included', () => {
+test('everything an invocation records carries the operation id of its traceParent, dependencies included', () => {
   const { traceId } = sent.accepted;
   const correlated = ingestion.envelopes.filter((e) => e.tags['ai.operation.id'] === traceId);
   const types = new Set(correlated.map((e) => e.data.baseType));
   expect(types).toEqual(new Set(['EventData', 'RemoteDependencyData']));
   const dependencies = ofType(correlated, 'RemoteDependencyData').map((d) => d.data.baseData);
-  // Table Storage: the partner, loan and draw reads and the transaction; the identity provider: metadata and keys.
-  expect(dependencies.some((d) => String(d.target).includes(`127.0.0.1:${azurite.port}`))).toBe(true);
+  // Table Storage, as the Azure SDK records it: the partner, loan and draw reads and the transaction,
+  // each with the HTTP call to the account under it.
+  const tableOperations = dependencies.filter((d) => d.type === 'InProc | Microsoft.Data.Tables').map((d) => String(d.name));
+  expect(tableOperations.filter((n) => n === 'TableClient.listEntitiesPage').length).toBeGreaterThanOrEqual(3);
+  expect(tableOperations).toContain('TableTransaction.submitTransaction');
+  const storageCalls = dependencies.filter((d) => String(d.target).includes(`127.0.0.1:${azurite.port}`));
+  expect(storageCalls.map((d) => String(d.name))).toEqual(expect.arrayContaining([expect.stringMatching(/Loans\(\)$/), 'POST /devstoreaccount1/$batch']));
+  expect(storageCalls.every((d) => !String(d.data).includes(REQUESTOR))).toBe(true);
+  // The identity provider: metadata and keys.
   expect(dependencies.some((d) => String(d.data ?? d.name).includes('/.well-known/openid-configuration'))).toBe(true);
   expect(dependencies.some((d) => String(d.data ?? d.name).includes('/jwks'))).toBe(true);
   expect(eventFor('rejected').tags['ai.operation.id']).toBe(sent.rejected.traceId);
+});
+
+test('the failing storage call of the dependency failure is recorded as a failed dependency of its invocation', () => {
+  const correlated = ingestion.envelopes.filter((e) => e.tags['ai.operation.id'] === sent.storageDown.traceId);
+  const failed = ofType(correlated, 'RemoteDependencyData').filter((d) => d.data.baseData.success === false);
+  expect(failed.length).toBeGreaterThan(0);
 });
 
 test('a normal request records no exception and no failed dependency', () => {

@@ -7,28 +7,23 @@
  * checked against the partner contract, and its X-Request-Id against the invocation id the host
  * sent (docs/contract.md §2.1).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { connectionStringFor, freePort } from '../../dev/azurite';
 import { tableClient } from '../../dev/demoData';
 import { DETAILS, internalError } from '../../lib/problem';
-import { EVENT_NAME } from '../../lib/telemetry';
-import { bundle } from '../../scripts/bundle';
-import { buildPackage, unpackZip } from '../../scripts/package';
 import { contractViolations } from '../support/contract';
 import { AUDIENCE, Harness, draw, type Reply } from '../support/harness';
-import { ofType, startIngestion, type Ingestion } from '../support/ingestion';
+import { deployedNodeArguments, packagedApp, type PackagedApp } from '../support/packagedApp';
 import { WorkerHost, findWorkerDir, type FunctionMetadata } from '../support/workerHost';
 
-const ROOT = resolve(__dirname, '../..');
 const FUNCTION_URL = 'https://draw-request-service.example/DrawRequest';
 const GRACE_MS = 5_000;
 
-let work: string;
+let app: PackagedApp;
 let appDir: string;
 let workerDir: string;
 let harness: Harness;
@@ -49,17 +44,6 @@ async function startWorker(settings: Record<string, string | undefined>, nodeArg
   const metadata = await host.metadata();
   const loads = await host.load();
   return { host, init, metadata, loads };
-}
-
-/**
- * The Node.js options the deployment starts the worker with: the app setting languageWorkers__node__arguments
- * of infra/modules/functionApp.bicep, split on whitespace as the host splits it.
- */
-function deployedNodeArguments(): string[] {
-  const bicep = readFileSync(join(ROOT, 'infra', 'modules', 'functionApp.bicep'), 'utf8');
-  const value = /^\s*languageWorkers__node__arguments:\s*'([^']*)'/m.exec(bicep)?.[1];
-  if (value === undefined) throw new Error('infra/modules/functionApp.bicep sets no languageWorkers__node__arguments');
-  return value.trim().split(/\s+/);
 }
 
 type WorkerReply = Reply & { readonly invocationId: string };
@@ -86,20 +70,15 @@ function logsOf(host: WorkerHost, reply: WorkerReply) {
 
 beforeAll(async () => {
   workerDir = findWorkerDir(); // first: no worker fails the suite here, saying how to get one
-  // Unpacking writes ~19,000 files: memory-backed /dev/shm where there is one keeps that near 1–2 s.
-  work = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'worker-test-'));
-  await bundle(); // as `npm run package` does
-  const report = await buildPackage(ROOT, join(work, 'draw-request-service.zip'));
-  expect(report.problems).toEqual([]);
-  appDir = join(work, 'app');
-  expect(await unpackZip(report.outFile, appDir)).toEqual([]);
+  app = await packagedApp();
+  appDir = app.appDir;
   harness = await Harness.start();
   token = await harness.token();
 }, 120_000);
 
 afterAll(async () => {
   await harness?.stop();
-  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+  app?.remove();
 });
 
 test('no worker found: the suite fails saying where to get one', () => {
@@ -310,54 +289,5 @@ describe('a defect under the deployed Node options: the logged stack names the T
       .map((m) => ({ file: m[1].slice(appDir.length + 1), line: Number(m[2]) }));
     expect(frames.filter((f) => f.file.startsWith('dist/'))).toEqual([]);
     expect(frames).toContainEqual({ file: expect.stringMatching(/^(lib|functions)\/\w+\.ts$/), line: expect.any(Number) });
-  });
-});
-
-describe('WorkerTerminate right after invocations: their telemetry is sent before the worker exits', () => {
-  let ingestion: Ingestion;
-  let host: WorkerHost;
-  const replies: WorkerReply[] = [];
-  let rejectedLoan: number;
-  let exit: { code: number | null; ms: number };
-
-  beforeAll(async () => {
-    ingestion = await startIngestion();
-    // The exporter sends over HTTPS: the worker trusts the local endpoint's self-signed certificate.
-    const settings = { ...harness.settings, APPLICATIONINSIGHTS_CONNECTION_STRING: ingestion.connectionString, NODE_EXTRA_CA_CERTS: ingestion.caFile };
-    ({ host } = await startWorker(settings, deployedNodeArguments()));
-    const loan = await harness.loan();
-    rejectedLoan = await harness.loan();
-    replies.push(await post(host, [draw(loan, 20)]));
-    replies.push(await post(host, [draw(rejectedLoan, 0.001)]));
-    replies.push(await post(host, [draw(loan, 20)], { token: null }));
-    // At once: nothing has had time to leave on the exporter's own schedule.
-    const started = Date.now();
-    const code = await host.terminate(GRACE_MS);
-    exit = { code, ms: Date.now() - started };
-  }, 60_000);
-
-  afterAll(async () => {
-    await host?.kill();
-    await ingestion?.stop();
-  });
-
-  test('the invocations got the statuses the scenario needs', () => {
-    expect(replies.map((r) => r.status)).toEqual([204, 400, 401]);
-  });
-
-  test('the worker exits 0 within the grace period', () => {
-    expect(exit.code).toBe(0);
-    expect(exit.ms).toBeLessThan(GRACE_MS);
-  });
-
-  test('every DrawRequestBatch event of those invocations had arrived when it exited', () => {
-    const events = ofType(ingestion.envelopes, 'EventData').filter((e) => e.data.baseData.name === EVENT_NAME);
-    expect(events.map((e) => e.data.baseData.properties?.requestId).sort()).toEqual(replies.map((r) => r.invocationId).sort());
-    expect(events.map((e) => e.data.baseData.properties?.outcome).sort()).toEqual(['Accepted', 'Rejected', 'Unauthorized']);
-  });
-
-  test("and the rejected element's trace", () => {
-    const traces = ofType(ingestion.envelopes, 'MessageData').filter((e) => e.data.baseData.properties?.requestId === replies[1].invocationId);
-    expect(traces.map((t) => t.data.baseData.properties)).toEqual([expect.objectContaining({ loanNumber: String(rejectedLoan), code: 'InvalidAmount' })]);
   });
 });

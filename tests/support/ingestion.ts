@@ -28,6 +28,8 @@ export interface Ingestion {
   readonly envelopes: Envelope[];
   /** Every request body exactly as received (decompressed), to search for what must never be sent. */
   readonly rawBodies: string[];
+  /** The Authorization header of every request to /track ('' when none). */
+  readonly authorizations: string[];
   stop(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function startIngestion(): Promise<Ingestion> {
   writeFileSync(caFile, pems.cert);
   const envelopes: Envelope[] = [];
   const rawBodies: string[] = [];
+  const authorizations: string[] = [];
   const server: Server = createServer({ key: pems.private, cert: pems.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -51,6 +54,7 @@ export async function startIngestion(): Promise<Ingestion> {
       rawBodies.push(text);
       let received = 0;
       if (req.url?.includes('/track')) {
+        authorizations.push(String(req.headers.authorization ?? ''));
         const parsed = text.trim().startsWith('[')
           ? (JSON.parse(text) as Envelope[])
           : text
@@ -70,6 +74,7 @@ export async function startIngestion(): Promise<Ingestion> {
     caFile,
     envelopes,
     rawBodies,
+    authorizations,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

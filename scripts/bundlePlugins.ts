@@ -1,0 +1,184 @@
+/**
+ * esbuild plugins of scripts/bundle.ts: what goes into the deployable bundle, and in which form.
+ */
+import type { Plugin } from 'esbuild';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+
+/**
+ * `@azure/data-tables` hands the pipeline `@azure/core-xml` (with fast-xml-parser, about 80 KB) for
+ * XML answers, which only account-level operations get; this service's reads and transactions are
+ * JSON. The bundle gets a stand-in that loads the real module, built apart as coreXml.js, on first use.
+ */
+const XML_ON_FIRST_USE = `
+let xml;
+const load = () => (xml ??= require('./coreXml.js'));
+exports.parseXML = (...args) => load().parseXML(...args);
+exports.stringifyXML = (...args) => load().stringifyXML(...args);
+exports.XML_ATTRKEY = '$';
+exports.XML_CHARKEY = '_';
+`;
+export const xmlOnFirstUse: Plugin = {
+  name: 'xml-on-first-use',
+  setup(b) {
+    b.onResolve({ filter: /^@azure\/core-xml$/ }, () => ({ path: 'core-xml', namespace: 'on-first-use' }));
+    b.onResolve({ filter: /^\.\/coreXml\.js$/ }, () => ({ path: './coreXml.js', external: true }));
+    b.onLoad({ filter: /.*/, namespace: 'on-first-use' }, () => ({ contents: XML_ON_FIRST_USE, loader: 'js' }));
+  },
+};
+
+/**
+ * Packages that applicationinsights / @azure/monitor-opentelemetry / @opentelemetry/sdk-node import
+ * statically but only use for settings this service never sets (OTEL_*_EXPORTER=otlp|zipkin|prometheus,
+ * OTEL_PROPAGATORS=b3|jaeger, an OTel configuration file, OTLP export from applicationinsights, the
+ * browser SDK loader, and the instrumentations turned off in lib/telemetry.ts). In the bundle each is a
+ * stand-in with the same export names whose classes and functions throw when used: gRPC, protobuf,
+ * yaml and ~1.5 MB of code are not shipped. Loud, not silent: a setting that needs one fails at start.
+ */
+export const NOT_SHIPPED = [
+  '@opentelemetry/configuration',
+  '@opentelemetry/exporter-trace-otlp-grpc',
+  '@opentelemetry/exporter-trace-otlp-proto',
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/exporter-logs-otlp-grpc',
+  '@opentelemetry/exporter-logs-otlp-proto',
+  '@opentelemetry/exporter-logs-otlp-http',
+  '@opentelemetry/exporter-metrics-otlp-grpc',
+  '@opentelemetry/exporter-metrics-otlp-proto',
+  '@opentelemetry/exporter-metrics-otlp-http',
+  '@opentelemetry/otlp-grpc-exporter-base',
+  '@opentelemetry/exporter-prometheus',
+  '@opentelemetry/exporter-zipkin',
+  '@opentelemetry/propagator-b3',
+  '@opentelemetry/propagator-jaeger',
+  '@microsoft/applicationinsights-web-snippet',
+  '@opentelemetry/instrumentation-bunyan',
+  '@opentelemetry/instrumentation-winston',
+  '@opentelemetry/instrumentation-console',
+  '@opentelemetry/instrumentation-mongodb',
+  '@opentelemetry/instrumentation-mysql',
+  '@opentelemetry/instrumentation-pg',
+  '@opentelemetry/instrumentation-redis',
+  '@opentelemetry/instrumentation-redis-4',
+] as const;
+
+/**
+ * Files inside @azure/monitor-opentelemetry for features this service turns off in lib/telemetry.ts
+ * (live metrics: `enableLiveMetrics: false`) or never turns on (the browser SDK loader), stood in
+ * the same way.
+ */
+export const NOT_SHIPPED_FILES = [
+  '@azure/monitor-opentelemetry/dist/commonjs/metrics/quickpulse/liveMetrics.js',
+  '@azure/monitor-opentelemetry/dist/commonjs/browserSdkLoader/browserSdkLoader.js',
+] as const;
+
+/** A module with the real one's export names (read at build time) whose functions and classes throw when used. */
+function standIn(name: string, modulePath: string): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const real = require(modulePath) as Record<string, unknown>;
+  const names = Object.keys(real).filter((k) => k !== '__esModule' && k !== 'default');
+  return (
+    `const fail = (what) => { const e = new Error(${JSON.stringify(name)} + ': ' + what + ' is not in the bundle (scripts/bundle.ts NOT_SHIPPED)'); console.error(e.message); throw e; };\n` +
+    `const standIn = (what) => class { constructor() { fail(what); } static [Symbol.hasInstance]() { return false; } };\n` +
+    names.map((k) => `exports[${JSON.stringify(k)}] = ${typeof real[k] === 'function' ? `standIn(${JSON.stringify(k)})` : `undefined`};`).join('\n')
+  );
+}
+
+export const notShipped: Plugin = {
+  name: 'not-shipped',
+  setup(b) {
+    const filter = new RegExp(`^(${NOT_SHIPPED.map((n) => n.replace(/[/\-.@]/g, (c) => `\\${c}`)).join('|')})$`);
+    b.onResolve({ filter }, (args) => ({
+      path: args.path,
+      namespace: 'not-shipped',
+      pluginData: require.resolve(args.path, { paths: [args.resolveDir] }),
+    }));
+    b.onResolve({ filter: /^\.\.?\// }, (args) => {
+      const path = resolve(args.resolveDir, args.path);
+      const file = NOT_SHIPPED_FILES.find((f) => path.endsWith(`${sep}node_modules${sep}${f.split('/').join(sep)}`));
+      return file === undefined ? undefined : { path: file, namespace: 'not-shipped', pluginData: path };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'not-shipped' }, (args) => ({ contents: standIn(args.path, args.pluginData as string), loader: 'js' }));
+  },
+};
+
+/**
+ * The OpenTelemetry packages under applicationinsights come in several nested copies of nearby
+ * versions (npm keeps each dependent's exact pin: seven of @opentelemetry/core 2.9–2.12, three of
+ * sdk-trace, two of sdk-metrics …), a fifth of the bundle. In the bundle each such package is the
+ * one copy of the highest version installed: OpenTelemetry keeps its JS packages compatible within a
+ * major version, and a copy of another major is left as it is.
+ */
+export const ONE_COPY = /^(@opentelemetry\/[^/]+|import-in-the-middle|require-in-the-middle|@azure\/opentelemetry-instrumentation-azure-sdk)(\/.*)?$/;
+
+function newestCopies(root: string): Map<string, { dir: string; version: string }> {
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dev?: boolean }> };
+  const parts = (v: string) => v.split(/[.-]/).map((x) => (/^\d+$/.test(x) ? Number(x) : -1));
+  const newer = (a: string, b: string) => {
+    const [x, y] = [parts(a), parts(b)];
+    for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) > (y[i] ?? 0);
+    return false;
+  };
+  const chosen = new Map<string, { dir: string; version: string }>();
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    const name = /node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(path)?.[1];
+    if (name === undefined || entry.version === undefined || entry.dev === true || !ONE_COPY.test(name)) continue;
+    const best = chosen.get(name);
+    const shallower = best !== undefined && entry.version === best.version && path.length < best.dir.length - root.length - 1;
+    if (best === undefined || newer(entry.version, best.version) || shallower) chosen.set(name, { dir: join(root, path), version: entry.version });
+  }
+  return chosen;
+}
+
+/** The version of `name` that Node would load from `dir`: the nearest node_modules/<name> up the tree. */
+function installedVersion(dir: string, name: string): string | undefined {
+  for (let at = dir; ; at = dirname(at)) {
+    const manifest = join(at, 'node_modules', name, 'package.json');
+    if (existsSync(manifest)) return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+    if (dirname(at) === at) return undefined;
+  }
+}
+
+export const oneCopy = (root: string): Plugin => ({
+  name: 'one-copy',
+  setup(b) {
+    const chosen = newestCopies(root);
+    b.onResolve({ filter: ONE_COPY }, async (args) => {
+      if (args.pluginData === 'one-copy') return undefined;
+      const name = ONE_COPY.exec(args.path)?.[1] as string;
+      const best = chosen.get(name);
+      if (best === undefined) return undefined;
+      // The importer's own copy, and its major version: another major stays as it is.
+      const ownVersion = installedVersion(args.resolveDir, name);
+      if (ownVersion === undefined) return undefined;
+      if (ownVersion.split('.')[0] !== best.version.split('.')[0] || (ownVersion.startsWith('0.') && !best.version.startsWith('0.'))) return undefined;
+      return b.resolve(args.path, { kind: args.kind, resolveDir: best.dir, importer: args.importer, pluginData: 'one-copy' });
+    });
+  },
+});
+
+/**
+ * The Azure SDK core packages ship an ESM and a CommonJS build. @azure/data-tables imports them
+ * (ESM) and the Application Insights exporter requires them (CommonJS), which would put both builds
+ * of each in the bundle: twice the code, and two copies of classes such as RestError. Resolved here
+ * as ESM for both, so there is one of each, tree-shaken.
+ */
+const SDK_CORE = /^(@azure\/(core-[^/]+|logger|abort-controller)|@azure-rest\/core-client|@typespec\/ts-http-runtime)(\/.*)?$/;
+export const oneDialect: Plugin = {
+  name: 'one-dialect',
+  setup(b) {
+    b.onResolve({ filter: SDK_CORE }, (args) =>
+      args.kind === 'require-call' && args.pluginData !== 'one-dialect'
+        ? b.resolve(args.path, { kind: 'import-statement', resolveDir: args.resolveDir, importer: args.importer, pluginData: 'one-dialect' })
+        : undefined,
+    );
+  },
+};
+
+/** lib/managedIdentity is required on demand (functions/main.ts, lib/telemetry.ts): it stays a file of its own beside the bundle. */
+export const managedIdentityApart: Plugin = {
+  name: 'managed-identity-apart',
+  setup(b) {
+    b.onResolve({ filter: /(^|\/)managedIdentity$/ }, () => ({ path: './managedIdentity.js', external: true }));
+  },
+};
