@@ -4,13 +4,14 @@
  * starts the worker with. The worker suites (tests/integration/worker.test.ts, telemetry.test.ts)
  * load the app from there.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { bundle } from '../../scripts/bundle';
 import { buildPackage, unpackZip } from '../../scripts/package';
 
-const ROOT = resolve(__dirname, '..', '..');
+// tests/support/ from the sources (Jest), dist/tests/support/ once compiled (the bench).
+const ROOT = existsSync(join(__dirname, '..', '..', 'package.json')) ? resolve(__dirname, '..', '..') : resolve(__dirname, '..', '..', '..');
 
 export interface PackagedApp {
   /** The unpacked app: host.json, package.json and dist/bundle at its root. */

@@ -10,10 +10,11 @@ import { loadPackageDefinition, Server, ServerCredentials, type ServerDuplexStre
 import { loadSync } from '@grpc/proto-loader';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 
-const ROOT = resolve(__dirname, '..', '..');
+// tests/support/ from the sources (Jest), dist/tests/support/ once compiled (the bench).
+const ROOT = existsSync(join(__dirname, '..', '..', 'package.json')) ? resolve(__dirname, '..', '..') : resolve(__dirname, '..', '..', '..');
 const WORKER_ENTRY = join('dist', 'src', 'nodejsWorker.js');
 /** What the host announces; any 4.x host version behaves the same for this protocol. */
 const HOST_VERSION = '4.1037.0.0';
@@ -95,6 +96,8 @@ export interface WorkerHostOptions {
    * (`node <arguments> <worker script> <worker arguments> --host …`).
    */
   readonly nodeArgs?: readonly string[];
+  /** The node executable (default: this process's). */
+  readonly node?: string;
 }
 
 export class WorkerHost {
@@ -146,7 +149,7 @@ export class WorkerHost {
       ...['--functions-uri', uri, '--functions-worker-id', workerId, '--functions-request-id', requestId],
       ...['--functions-grpc-max-message-length', String(MAX_MESSAGE)],
     ];
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(workerDir, WORKER_ENTRY), ...args], {
+    const child = spawn(options.node ?? process.execPath, [...(options.nodeArgs ?? []), join(workerDir, WORKER_ENTRY), ...args], {
       cwd: options.appDir,
       env: { ...options.settings, FUNCTIONS_WORKER_RUNTIME: 'node', AzureWebJobsScriptRoot: options.appDir },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -234,6 +237,12 @@ export class WorkerHost {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The worker process's resident set now, MiB (Linux: /proc). */
+  rssMiB(): number {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
   }
 
   /** Kills the worker (no-op when it has exited) and stops listening. */
