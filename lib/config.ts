@@ -136,13 +136,15 @@ function list(value: string | undefined): string[] | undefined {
   return items.length > 0 ? items : undefined;
 }
 
+/** A setting's trimmed value. An empty value means unset: App Service and local.settings files often carry empty values. */
+function valueOf(env: Settings, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v === undefined || v === '' ? undefined : v;
+}
+
 export function loadConfig(env: Settings = process.env): Config {
   const problems: string[] = [];
-  // An empty value means unset: App Service and local.settings files often carry empty values.
-  const get = (name: SettingName): string | undefined => {
-    const v = env[name]?.trim();
-    return v === undefined || v === '' ? undefined : v;
-  };
+  const get = (name: SettingName): string | undefined => valueOf(env, name);
   const integer = (name: SettingName, fallback: number, min: number, max: number): number => {
     const raw = get(name);
     if (raw === undefined) return fallback;
@@ -228,6 +230,7 @@ export function loadConfig(env: Settings = process.env): Config {
   }
   const samplingPercentage = integer('TELEMETRY_SAMPLING_PERCENTAGE', 100, 0, 100);
   const entraIngestion = authenticationString(get('APPLICATIONINSIGHTS_AUTHENTICATION_STRING'), problems);
+  if (appInsights !== undefined) unsupportedTelemetrySettings(env, problems);
 
   const telemetry =
     appInsights === undefined || problems.length > beforeTelemetry
@@ -257,6 +260,24 @@ export function loadConfig(env: Settings = process.env): Config {
  * `Authorization=AAD` with an optional `ClientId=<guid>` (Microsoft's format for the Functions host and
  * the App Insights agent); the SDK's TelemetryClient does not read it itself, so the service does.
  */
+/** Propagators the package carries (the OpenTelemetry defaults): OTEL_PROPAGATORS may name only these. */
+const CARRIED_PROPAGATORS = new Set(['tracecontext', 'baggage', 'none']);
+
+/**
+ * Settings the Application Insights SDK would read to use parts the package does not carry (exporters,
+ * propagators, live metrics and instrumentations left out of the bundle: docs/decisions.md, "The package
+ * is one bundle"). Refused by name, so that an instance set up that way is misconfigured, loudly, rather
+ * than half-started.
+ */
+function unsupportedTelemetrySettings(env: Settings, problems: string[]): void {
+  const propagators = list(valueOf(env, 'OTEL_PROPAGATORS'))?.filter((p) => !CARRIED_PROPAGATORS.has(p.toLowerCase()));
+  if (propagators !== undefined && propagators.length > 0)
+    problems.push(`OTEL_PROPAGATORS may list only tracecontext, baggage or none: the package carries no other propagator (got ${propagators.join(', ')})`);
+  for (const name of ['APPLICATIONINSIGHTS_CONFIGURATION_CONTENT', 'APPLICATIONINSIGHTS_CONFIGURATION_FILE'])
+    if (valueOf(env, name) !== undefined)
+      problems.push(`${name} is not supported: telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses`);
+}
+
 function authenticationString(value: string | undefined, problems: string[]): { clientId?: string } | undefined {
   if (value === undefined) return undefined;
   const parts = new Map(

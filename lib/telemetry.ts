@@ -120,8 +120,9 @@ export interface TelemetryOptions {
 }
 
 /**
- * Loads and starts the SDK (about 0.9 s and 80 MB on first load, so only when configured) and returns
- * the recorder. Call once per instance, before the first invocation, so the first one is captured with
+ * Starts the SDK and returns the recorder. Only when configured: in the package the SDK is part of the
+ * bundle and costs about 90 ms and 7 MiB of a cold start (bench/results.md); from node_modules (the
+ * `tsc` output) about 1.2 s and 75 MiB. Call once per instance, before the first invocation, so the first one is captured with
  * its dependencies.
  */
 export function startTelemetry(options: TelemetryOptions): Telemetry {
@@ -154,27 +155,42 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   if (options.entraIngestion !== undefined) client.config.aadTokenCredential = ingestionIdentity(options.entraIngestion.clientId);
   client.initialize();
 
+  // Recording must never fail the invocation it describes: an SDK fault (a throwing exporter, a
+  // half-started client) is logged once to the host's log, and recording goes on without it.
+  let faulted = false;
+  const safely = (record: () => void): void => {
+    try {
+      record();
+    } catch (error) {
+      if (faulted) return;
+      faulted = true;
+      console.error(
+        `DrawRequest telemetry: recording failed, invocations go on unrecorded where it fails: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+      );
+    }
+  };
+
   return {
     inInvocation: (invocation, work) => {
       const parent = invocationTrace(invocation);
       return parent === undefined ? work() : otelContext.with(parent, work);
     },
-    batch: (record) => {
-      const { properties, measurements } = eventOf(record);
-      client.trackEvent({ name: EVENT_NAME, properties, measurements });
-      // One trace per rejected element: a partner's complaint about one loan is found by loan number.
-      for (const e of record.errors) {
-        const element: Record<string, string> = { requestId: record.requestId, code: e.code };
-        if (e.index !== undefined) element.index = String(e.index);
-        if (e.loanNumber !== undefined) element.loanNumber = String(e.loanNumber);
-        if (e.pointer !== undefined) element.pointer = e.pointer;
-        if (record.partnerId !== undefined) element.partnerId = record.partnerId;
-        client.trackTrace({ message: `DrawRequest element rejected: ${e.code}: ${e.detail}`, severity: KnownSeverityLevel.Information, properties: element });
-      }
-    },
-    dataQuality: (issue, properties) => {
-      client.trackTrace({ message: `Data quality: ${issue}`, severity: KnownSeverityLevel.Warning, properties: { issue, ...properties } });
-    },
+    batch: (record) =>
+      safely(() => {
+        const { properties, measurements } = eventOf(record);
+        client.trackEvent({ name: EVENT_NAME, properties, measurements });
+        // One trace per rejected element: a partner's complaint about one loan is found by loan number.
+        for (const e of record.errors) {
+          const element: Record<string, string> = { requestId: record.requestId, code: e.code };
+          if (e.index !== undefined) element.index = String(e.index);
+          if (e.loanNumber !== undefined) element.loanNumber = String(e.loanNumber);
+          if (e.pointer !== undefined) element.pointer = e.pointer;
+          if (record.partnerId !== undefined) element.partnerId = record.partnerId;
+          client.trackTrace({ message: `DrawRequest element rejected: ${e.code}: ${e.detail}`, severity: KnownSeverityLevel.Information, properties: element });
+        }
+      }),
+    dataQuality: (issue, properties) =>
+      safely(() => client.trackTrace({ message: `Data quality: ${issue}`, severity: KnownSeverityLevel.Warning, properties: { issue, ...properties } })),
     flush: () => client.flush(),
   };
 }

@@ -291,3 +291,22 @@ describe('a defect under the deployed Node options: the logged stack names the T
     expect(frames).toContainEqual({ file: expect.stringMatching(/^(lib|functions)\/\w+\.ts$/), line: expect.any(Number) });
   });
 });
+
+describe('a setting that asks the telemetry SDK for a part the package leaves out (OTEL_PROPAGATORS=b3)', () => {
+  let host: WorkerHost;
+
+  beforeAll(async () => {
+    // Nothing listens at the ingestion endpoint: what is sent is not what this describe checks.
+    const telemetry = 'InstrumentationKey=00000000-0000-4000-8000-000000000000;IngestionEndpoint=https://127.0.0.1:9/';
+    ({ host } = await startWorker({ ...harness.settings, APPLICATIONINSIGHTS_CONNECTION_STRING: telemetry, OTEL_PROPAGATORS: 'b3' }));
+  }, 30_000);
+
+  afterAll(() => host?.kill());
+
+  test('is a misconfigured instance: the generic 500, the setting named at Error level; the SDK is not half-started', async () => {
+    const reply = await post(host, [draw(1001)]);
+    expect(reply.status).toBe(500);
+    expect(logsOf(host, reply)).toEqual([{ level: 'Error', message: expect.stringContaining('OTEL_PROPAGATORS may list only tracecontext, baggage or none') }]);
+    expect(host.output).not.toContain('is not in the bundle');
+  });
+});

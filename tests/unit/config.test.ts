@@ -374,3 +374,26 @@ describe('no problem echoes the value of a setting that may hold a secret (the m
     expect(error.message).not.toContain('secret-marker');
   });
 });
+
+describe('telemetry settings that would need parts the package does not carry are refused by name', () => {
+  const appInsights = 'InstrumentationKey=00000000-0000-0000-0000-000000000000';
+
+  test.each([
+    [{ OTEL_PROPAGATORS: 'b3' }, /OTEL_PROPAGATORS may list only tracecontext, baggage or none: .*\(got b3\)/],
+    [{ OTEL_PROPAGATORS: 'tracecontext,jaeger,b3multi' }, /\(got jaeger, b3multi\)/],
+    [{ APPLICATIONINSIGHTS_CONFIGURATION_CONTENT: '{"enableLiveMetrics":true}' }, /APPLICATIONINSIGHTS_CONFIGURATION_CONTENT is not supported/],
+    [{ APPLICATIONINSIGHTS_CONFIGURATION_FILE: '/home/site/applicationinsights.json' }, /APPLICATIONINSIGHTS_CONFIGURATION_FILE is not supported/],
+  ] as [Settings, RegExp][])('%p', (overrides, message) => {
+    const error = configError(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, ...overrides }));
+    expect(error.problems).toEqual([expect.stringMatching(message)]);
+    expect(error.telemetry).toBeUndefined(); // the SDK is not started with them
+  });
+
+  test.each(['tracecontext,baggage', 'TraceContext', 'none', ''])('OTEL_PROPAGATORS=%p is accepted', (value) => {
+    expect(loadConfig(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, OTEL_PROPAGATORS: value })).telemetry).toBeDefined();
+  });
+
+  test('without a connection string no SDK is loaded, and they do not matter', () => {
+    expect(() => loadConfig(withEnv({ OTEL_PROPAGATORS: 'b3', APPLICATIONINSIGHTS_CONFIGURATION_CONTENT: '{}' }))).not.toThrow();
+  });
+});

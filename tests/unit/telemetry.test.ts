@@ -2,7 +2,7 @@ import { HttpRequest, InvocationContext } from '@azure/functions';
 import { createMisconfiguredHandler } from '../../functions/drawRequest';
 import { ConfigError, loadConfig } from '../../lib/config';
 import { internalError } from '../../lib/problem';
-import { MISCONFIGURED, SHUTDOWN_FLUSH_MS, eventOf, flushWithin, noTelemetry, type BatchRecord, type Telemetry } from '../../lib/telemetry';
+import { MISCONFIGURED, SHUTDOWN_FLUSH_MS, eventOf, flushWithin, noTelemetry, startTelemetry, type BatchRecord, type Telemetry } from '../../lib/telemetry';
 
 const base: BatchRecord = { requestId: 'r-1', outcome: 'Rejected', errors: [], durations: { total: 12.5 } };
 
@@ -124,5 +124,36 @@ describe('the flush at shutdown (functions/main.ts appTerminate hook)', () => {
     expect(await flushWithin(stuck, 50)).toBe(false);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(await flushWithin(refused, 1_000)).toBe(false);
+  });
+});
+
+describe('a recording that throws (an SDK fault) never fails the invocation it describes', () => {
+  // A fault the real SDK does not produce on demand: its client made to throw.
+  test('batch and dataQuality return normally; the first failure is logged once, naming the error', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { TelemetryClient } = require('applicationinsights') as typeof import('applicationinsights');
+    const trackEvent = jest.spyOn(TelemetryClient.prototype, 'trackEvent').mockImplementation(() => {
+      throw new TypeError('exporter gone');
+    });
+    const trackTrace = jest.spyOn(TelemetryClient.prototype, 'trackTrace').mockImplementation(() => {
+      throw new TypeError('exporter gone');
+    });
+    const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      const telemetry = startTelemetry({
+        connectionString: 'InstrumentationKey=00000000-0000-4000-8000-000000000000;IngestionEndpoint=https://127.0.0.1:9/',
+        samplingRatio: 1,
+      });
+      expect(() => telemetry.batch({ ...base, errors: [{ index: 0, code: 'InvalidAmount', detail: 'd' }] })).not.toThrow();
+      expect(() => telemetry.batch(base)).not.toThrow();
+      expect(() => telemetry.dataQuality('LoanWithoutCredit', { loanNumber: '1' })).not.toThrow();
+      expect(trackEvent).toHaveBeenCalledTimes(2);
+      expect(trackTrace).toHaveBeenCalledTimes(1);
+      expect(logged.mock.calls).toEqual([[expect.stringMatching(/^DrawRequest telemetry: recording failed.*TypeError: exporter gone$/)]]);
+    } finally {
+      trackEvent.mockRestore();
+      trackTrace.mockRestore();
+      logged.mockRestore();
+    }
   });
 });
