@@ -529,11 +529,12 @@ function targetLines(
     lines.push(
       `| service CPU per single-draw request ≤ 1.25× the floor's | ${f2(single.cpuRatio)}× (median of ${ROUNDS} rounds) | ${verdict(single.cpuRatio <= 1.25)} |`,
     );
-  // Loading the package against the tsc output, under the worker on this machine's Node, telemetry off.
+  // What loading the app adds to the worker's own init (the empty app's), package against tsc output,
+  // on this machine's Node, telemetry off: the load-time target, measured where Azure loads it.
   const init = (app: string) => coldStart.rows.find((r) => r.app === app && !r.telemetry && r.node === `Node ${process.versions.node}`)?.initMs ?? NaN;
-  const ratio = init('package') / init('tsc output');
+  const ratio = (init('package') - init('empty app')) / (init('tsc output') - init('empty app'));
   lines.push(
-    `| the package initialises in ≤ 40 % of the \`tsc\` output's time (worker, telemetry off) | ${(ratio * 100).toFixed(0)} % | ${verdict(ratio <= 0.4)} |`,
+    `| loading the package adds ≤ 40 % of what loading the \`tsc\` output adds to the worker's init (telemetry off) | ${f1(init('package') - init('empty app'))} ms vs ${f1(init('tsc output') - init('empty app'))} ms (${(ratio * 100).toFixed(0)} %) | ${verdict(ratio <= 0.4)} |`,
   );
   return lines;
 }

@@ -10,9 +10,10 @@
  *  - Node 20 (this machine) and Node 22 (production; the pinned binary of .ci/node22).
  * Every worker starts with the deployment's Node options (--enable-source-maps).
  */
+import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { buildPackage } from '../scripts/package';
 import { deployedNodeArguments, packagedApp } from '../tests/support/packagedApp';
 import { WorkerHost, findWorkerDir } from '../tests/support/workerHost';
@@ -31,7 +32,7 @@ const SETTINGS = {
 export const COLD_START_TARGETS = { initMs: 250, rssMiB: 80, zipMiB: 5 } as const;
 
 export interface ColdStartRow {
-  readonly app: 'package' | 'tsc output';
+  readonly app: 'empty app' | 'package' | 'tsc output';
   readonly telemetry: boolean;
   readonly node: string;
   /** Medians: workerInitRequest to its response, and the worker's RSS right after. */
@@ -56,6 +57,27 @@ function node22(): string {
     if (install.status !== 0 || !existsSync(NODE22)) throw new Error('could not install Node 22 into .ci/node22');
   }
   return NODE22;
+}
+
+/** The worker's own share: an app whose main only registers one HTTP function with @azure/functions. */
+async function emptyApp(dir: string): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'empty', version: '1.0.0', main: 'main.js' }));
+  writeFileSync(join(dir, 'host.json'), JSON.stringify({ version: '2.0' }));
+  await build({
+    stdin: {
+      contents: "require('@azure/functions').app.http('Empty', { methods: ['POST'], authLevel: 'anonymous', handler: async () => ({ status: 204 }) });",
+      resolveDir: ROOT,
+    },
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    minify: true,
+    external: ['@azure/functions-core'],
+    outfile: join(dir, 'main.js'),
+    logLevel: 'warning',
+  });
+  return dir;
 }
 
 async function once(appDir: string, node: string, telemetry: boolean): Promise<{ ms: number; rss: number }> {
@@ -87,10 +109,13 @@ export async function measureColdStart(runs: number): Promise<ColdStart> {
       [`Node ${spawnSync(node22(), ['--version'], { encoding: 'utf8' }).stdout.trim().slice(1)}`, NODE22],
     ] as const;
     const apps = [
+      ['empty app', await emptyApp(join(dirname(app.appDir), 'empty'))],
       ['package', app.appDir],
       ['tsc output', ROOT],
     ] as const;
-    const variants = nodes.flatMap(([node, bin]) => apps.flatMap(([label, dir]) => [false, true].map((telemetry) => ({ node, bin, label, dir, telemetry }))));
+    const variants = nodes.flatMap(([node, bin]) =>
+      apps.flatMap(([label, dir]) => (label === 'empty app' ? [false] : [false, true]).map((telemetry) => ({ node, bin, label, dir, telemetry }))),
+    );
     const samples = variants.map(() => [] as { ms: number; rss: number }[]);
     for (let i = 0; i < runs; i++)
       for (const [k, v] of variants.entries()) {
@@ -121,7 +146,7 @@ export function coldStartSection({ rows, zipBytes, zipFiles, runs }: ColdStart):
   return [
     '## Cold start in the real Functions worker',
     '',
-    `A fresh worker per sample (\`bench/coldStart.ts\`), started with the deployment's Node options (\`--enable-source-maps\`): the time from \`workerInitRequest\` to its response, during which the worker loads the app's \`main\`, and the worker's RSS right after. Medians of ${runs} fresh workers per row, all rows interleaved. The package is the zip of \`npm run package\` (${mib.toFixed(2)} MiB, ${zipFiles} files), unpacked; the \`tsc\` output is \`dist/functions/main.js\` with the repository's \`node_modules\`. An empty app (one registered function) costs the worker about 30 ms and 59 MiB.`,
+    `A fresh worker per sample (\`bench/coldStart.ts\`), started with the deployment's Node options (\`--enable-source-maps\`): the time from \`workerInitRequest\` to its response, during which the worker loads the app's \`main\`, and the worker's RSS right after. Medians of ${runs} fresh workers per row, all rows interleaved. The package is the zip of \`npm run package\` (${mib.toFixed(2)} MiB, ${zipFiles} files), unpacked; the \`tsc\` output is \`dist/functions/main.js\` with the repository's \`node_modules\`; the empty app's \`main\` only registers one function (the worker's own share).`,
     '',
     '| loaded | telemetry | Node | init ms (median) | RSS after init MiB | init ms, every sample |',
     '|---|---|---|---|---|---|',
