@@ -74,6 +74,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
       return outcome.rejected(body.errors);
     }
     outcome.batchSize = body.requests.length;
+    outcome.loanNumbers = body.requests.map((r) => r.loanNumber);
     outcome.idempotencyKey = idempotency.key;
 
     // 3. Draw rules, on one parallel round of point reads (and the key's record once the partner is known).

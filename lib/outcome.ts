@@ -17,6 +17,8 @@ export class InvocationOutcome {
   clientId?: string;
   partnerId?: string;
   batchSize?: number;
+  /** The batch's loan numbers, once its shape is valid. */
+  loanNumbers?: readonly number[];
   idempotencyKey?: string;
 
   constructor(
@@ -126,6 +128,7 @@ export class InvocationOutcome {
       clientId: this.clientId,
       partnerId: this.partnerId,
       batchSize: this.batchSize,
+      loanNumbers: this.loanNumbers,
       idempotencyKey: this.idempotencyKey,
       reason,
       reasonDetail,

@@ -19,6 +19,8 @@ export interface BatchRecord {
   readonly clientId?: string;
   readonly partnerId?: string;
   readonly batchSize?: number;
+  /** The batch's loan numbers once its shape was valid: on-call finds a loan's draws by them. */
+  readonly loanNumbers?: readonly number[];
   /** The partner's Idempotency-Key, when sent (a partner-chosen identifier, not a secret). */
   readonly idempotencyKey?: string;
   /**
@@ -100,6 +102,8 @@ export function eventOf(record: BatchRecord): { properties: Record<string, strin
   if (record.partnerId !== undefined) properties.partnerId = record.partnerId;
   if (record.clientId !== undefined) properties.clientId = record.clientId;
   if (record.idempotencyKey !== undefined) properties.idempotencyKey = record.idempotencyKey;
+  // Comma-separated (at most 100 numbers of at most 16 digits: well under a dimension's 8,192 characters).
+  if (record.loanNumbers !== undefined && record.loanNumbers.length > 0) properties.loanNumbers = record.loanNumbers.join(',');
   if (record.reason !== undefined) properties.reason = record.reason;
   if (record.reasonDetail !== undefined) properties.reasonDetail = record.reasonDetail;
   if (record.errors.length > 0) properties.errorCodes = JSON.stringify(counts);

@@ -137,7 +137,13 @@ test('the requests got the statuses the scenario needs', () => {
 test('one DrawRequestBatch event per invocation, with its dimensions', () => {
   expect(events()).toHaveLength(5);
   const accepted = eventFor('accepted').data.baseData;
-  expect(accepted.properties).toEqual({ requestId: sent.accepted.requestId, outcome: 'Accepted', partnerId: 'TELE', clientId: 'tele-client' });
+  expect(accepted.properties).toEqual({
+    requestId: sent.accepted.requestId,
+    outcome: 'Accepted',
+    partnerId: 'TELE',
+    clientId: 'tele-client',
+    loanNumbers: '501',
+  });
   expect(accepted.measurements).toEqual(
     expect.objectContaining({
       batchSize: 1,
@@ -156,6 +162,7 @@ test('one DrawRequestBatch event per invocation, with its dimensions', () => {
       partnerId: 'TELE',
       clientId: 'tele-client',
       errorCodes: JSON.stringify({ InvalidAmount: 2, InvalidLoanNumber: 1 }),
+      loanNumbers: '502,9999,503',
     }),
   );
   expect(rejected.measurements).toEqual(expect.objectContaining({ batchSize: 3, rejectedCount: 3 }));

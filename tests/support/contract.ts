@@ -12,7 +12,7 @@ export type OpenApi = any;
 
 export const OPENAPI_PATH = join(__dirname, '..', '..', 'docs', 'openapi.yaml');
 
-let cached: { doc: OpenApi; validators: Map<string, ValidateFunction> } | undefined;
+let cached: { doc: OpenApi; ajv: Ajv2020; validators: Map<string, ValidateFunction> } | undefined;
 
 export function openApi(): OpenApi {
   return load().doc;
@@ -31,8 +31,20 @@ function load() {
       validators.set(`${status} ${type}`, ajv.compile({ $ref: `openapi.json${media.schema.$ref}` }));
     }
   }
-  cached = { doc, validators };
+  cached = { doc, ajv, validators };
   return cached;
+}
+
+/** A validator of the schema at `ref` (`#/components/schemas/…`), as a gateway would build one from the document. */
+export function schemaValidator(ref: string): ValidateFunction {
+  const { ajv } = load();
+  return ajv.getSchema(`openapi.json${ref}`) ?? ajv.compile({ $ref: `openapi.json${ref}` });
+}
+
+/** The validator of the request body, built from the document alone. */
+export function requestValidator(): ValidateFunction {
+  const { doc } = load();
+  return schemaValidator(doc.paths['/DrawRequest'].post.requestBody.content['application/json'].schema.$ref as string);
 }
 
 export interface ContractReply {

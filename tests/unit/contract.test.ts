@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readIdempotencyKey } from '../../lib/idempotency';
 import { ERROR_NAMES, accepted, badRequest, dependencyFailed, internalError, unauthorized } from '../../lib/problem';
-import { contractViolations, openApi } from '../support/contract';
+import { contractViolations, requestValidator, schemaValidator, openApi } from '../support/contract';
 import { toReply } from '../support/harness';
 
 const doc = openApi();
@@ -121,4 +121,26 @@ test('the examples in the document are valid responses', () => {
     }
   }
   expect(checked).toBeGreaterThanOrEqual(7);
+});
+
+describe('every example in the document validates against the schema it illustrates', () => {
+  test('request examples, against the request body schema', () => {
+    const validate = requestValidator();
+    const examples = Object.entries<{ value: unknown }>(doc.paths['/DrawRequest'].post.requestBody.content['application/json'].examples);
+    expect(examples.map(([name]) => name)).toEqual(expect.arrayContaining(['canonical', 'caseAndDigits']));
+    for (const [name, example] of examples)
+      expect({ name, valid: validate(example.value), errors: validate.errors ?? null }).toEqual({ name, valid: true, errors: null });
+  });
+
+  test('schema examples, against their own schema', () => {
+    let checked = 0;
+    for (const [name, schema] of Object.entries<{ examples?: unknown[] }>(doc.components.schemas)) {
+      const validate = schemaValidator(`#/components/schemas/${name}`);
+      for (const example of schema.examples ?? []) {
+        expect({ name, example, valid: validate(example) }).toEqual({ name, example, valid: true });
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(4);
+  });
 });

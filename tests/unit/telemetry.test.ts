@@ -29,6 +29,11 @@ test('the event counts error codes and rejected elements, and keeps durations as
   expect(measurements).toEqual({ totalMs: 5, authMs: 1, readMs: 2, batchSize: 4, rejectedCount: 3 });
 });
 
+test("the batch's loan numbers, comma-separated, so that on-call finds a loan's draws", () => {
+  expect(eventOf({ ...base, outcome: 'Accepted', loanNumbers: [1001, 42, 1001] }).properties.loanNumbers).toBe('1001,42,1001');
+  expect(eventOf({ ...base, outcome: 'Rejected', loanNumbers: [] }).properties).not.toHaveProperty('loanNumbers');
+});
+
 test('absent dimensions are left out, not sent empty', () => {
   expect(eventOf({ ...base, outcome: 'Unauthorized', reason: 'ERR_AUTH_EXPIRED' })).toEqual({
     properties: { requestId: 'r-1', outcome: 'Unauthorized', reason: 'ERR_AUTH_EXPIRED' },
