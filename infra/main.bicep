@@ -228,6 +228,16 @@ module monitoring 'modules/monitoring.bicep' = {
   }
 }
 
+module workbook 'modules/workbook.bicep' = {
+  name: 'workbook'
+  params: {
+    displayName: 'Draw Request Service (${environmentName}): on-call'
+    location: location
+    tags: allTags
+    appInsightsId: monitoring.outputs.appInsightsId
+  }
+}
+
 module roleAssignments 'modules/roleAssignments.bicep' = {
   name: 'roleAssignments'
   params: {
@@ -295,6 +305,7 @@ module alerts 'modules/alerts.bicep' = {
     dependencyFailedRatePercent: dependencyFailedRatePercent
     minimumFailures: alertMinimumFailures
     unauthorizedSpikeCount: unauthorizedSpikeCount
+    workbookUrl: workbook.outputs.url
   }
 }
 
@@ -312,3 +323,6 @@ output tablesEndpoint string = storage.outputs.tableEndpoint
 
 @description('Application Insights component on-call queries.')
 output appInsightsName string = monitoring.outputs.appInsightsName
+
+@description('The on-call workbook, in the Azure portal (docs/runbook.md).')
+output workbookUrl string = workbook.outputs.url

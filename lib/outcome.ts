@@ -7,7 +7,7 @@ import type { AuthFailure, UnauthorizedCode } from './auth';
 import type { ConfigError } from './config';
 import { accepted, badRequest, dependencyFailed, internalError, unauthorized, type ElementError } from './problem';
 import type { StorageFailure } from './store';
-import { MISCONFIGURED, type BatchRecord, type DataQualityIssue, type Outcome, type Telemetry } from './telemetry';
+import { MISCONFIGURED, type BatchRecord, type DataQualityDimension, type DataQualityIssue, type Outcome, type Telemetry } from './telemetry';
 
 type Phase = 'auth' | 'read' | 'commit';
 
@@ -112,7 +112,7 @@ export class InvocationOutcome {
     return internalError(this.requestId);
   }
 
-  dataQuality(issue: DataQualityIssue, properties: Record<string, string>): void {
+  dataQuality(issue: DataQualityIssue, properties: { readonly [K in DataQualityDimension]?: string }): void {
     this.context.warn(
       `Data quality: ${issue} ${Object.entries(properties)
         .map(([k, v]) => `${k}=${v}`)

@@ -40,11 +40,30 @@ export const MISCONFIGURED = 'Misconfigured';
 
 export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
 
+/**
+ * Every custom dimension and measurement the service writes, by item. The runbook's queries, the alert
+ * rules and the workbook may name only these (tests/unit/kql.test.ts checks them against this list).
+ */
+export const TELEMETRY_FIELDS = {
+  /** Of the `DrawRequestBatch` event. */
+  eventDimensions: ['requestId', 'outcome', 'partnerId', 'clientId', 'idempotencyKey', 'loanNumbers', 'reason', 'reasonDetail', 'errorCodes'],
+  eventMeasurements: ['totalMs', 'rejectedCount', 'batchSize', 'authMs', 'readMs', 'commitMs'],
+  /** Of each `DrawRequest element rejected` trace. */
+  elementDimensions: ['requestId', 'code', 'index', 'loanNumber', 'pointer', 'partnerId'],
+  /** Of each `Data quality` trace. */
+  dataQualityDimensions: ['issue', 'requestId', 'loanNumber', 'clientId'],
+} as const;
+
+type EventDimension = (typeof TELEMETRY_FIELDS.eventDimensions)[number];
+type EventMeasurement = (typeof TELEMETRY_FIELDS.eventMeasurements)[number];
+type ElementDimension = (typeof TELEMETRY_FIELDS.elementDimensions)[number];
+export type DataQualityDimension = (typeof TELEMETRY_FIELDS.dataQualityDimensions)[number];
+
 export interface Telemetry {
   /** Runs an invocation inside its trace, so what it records carries the invocation's operation id. */
   inInvocation<T>(invocation: InvocationContext, work: () => Promise<T>): Promise<T>;
   batch(record: BatchRecord): void;
-  dataQuality(issue: DataQualityIssue, properties: Record<string, string>): void;
+  dataQuality(issue: DataQualityIssue, properties: { readonly [K in DataQualityDimension]?: string }): void;
   flush(): Promise<void>;
 }
 
@@ -98,7 +117,7 @@ function invocationTrace(invocation: InvocationContext) {
 export function eventOf(record: BatchRecord): { properties: Record<string, string>; measurements: Record<string, number> } {
   const counts: Record<string, number> = {};
   for (const e of record.errors) counts[e.code] = (counts[e.code] ?? 0) + 1;
-  const properties: Record<string, string> = { requestId: record.requestId, outcome: record.outcome };
+  const properties: { [K in EventDimension]?: string } = { requestId: record.requestId, outcome: record.outcome };
   if (record.partnerId !== undefined) properties.partnerId = record.partnerId;
   if (record.clientId !== undefined) properties.clientId = record.clientId;
   if (record.idempotencyKey !== undefined) properties.idempotencyKey = record.idempotencyKey;
@@ -107,7 +126,10 @@ export function eventOf(record: BatchRecord): { properties: Record<string, strin
   if (record.reason !== undefined) properties.reason = record.reason;
   if (record.reasonDetail !== undefined) properties.reasonDetail = record.reasonDetail;
   if (record.errors.length > 0) properties.errorCodes = JSON.stringify(counts);
-  const measurements: Record<string, number> = { totalMs: record.durations.total, rejectedCount: new Set(record.errors.map((e) => e.index)).size };
+  const measurements: { [K in EventMeasurement]?: number } = {
+    totalMs: record.durations.total,
+    rejectedCount: new Set(record.errors.map((e) => e.index)).size,
+  };
   if (record.batchSize !== undefined) measurements.batchSize = record.batchSize;
   if (record.durations.auth !== undefined) measurements.authMs = record.durations.auth;
   if (record.durations.read !== undefined) measurements.readMs = record.durations.read;
@@ -185,7 +207,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
         client.trackEvent({ name: EVENT_NAME, properties, measurements });
         // One trace per rejected element: a partner's complaint about one loan is found by loan number.
         for (const e of record.errors) {
-          const element: Record<string, string> = { requestId: record.requestId, code: e.code };
+          const element: { [K in ElementDimension]?: string } = { requestId: record.requestId, code: e.code };
           if (e.index !== undefined) element.index = String(e.index);
           if (e.loanNumber !== undefined) element.loanNumber = String(e.loanNumber);
           if (e.pointer !== undefined) element.pointer = e.pointer;

@@ -24,6 +24,9 @@ param enabled bool
 @description('Resource id of the on-call action group; empty: the rules fire without notifying anyone.')
 param actionGroupId string
 
+@description('The on-call workbook in the portal; every alert\'s description links it.')
+param workbookUrl string
+
 @description('Name of the per-invocation event (lib/telemetry.ts EVENT_NAME).')
 param eventName string
 
@@ -63,7 +66,7 @@ var rateAlerts = [
   {
     name: 'status-500-rate'
     displayName: 'Draw Request Service: 500 rate (outcome Failed)'
-    description: 'More than ${failedRatePercent}% of DrawRequest invocations in 15 minutes answered 500: a defect in the service. Runbook: outcome Failed.'
+    description: 'More than ${failedRatePercent}% of DrawRequest invocations in 15 minutes answered 500: a defect in the service. Runbook: outcome Failed. Workbook: ${workbookUrl}'
     outcome: 'Failed'
     severity: 1
     threshold: failedRatePercent
@@ -71,7 +74,7 @@ var rateAlerts = [
   {
     name: 'status-502-rate'
     displayName: 'Draw Request Service: 502 rate (outcome DependencyFailed)'
-    description: 'More than ${dependencyFailedRatePercent}% of DrawRequest invocations in 15 minutes answered 502: Table Storage or the identity provider failed. Runbook: outcome DependencyFailed.'
+    description: 'More than ${dependencyFailedRatePercent}% of DrawRequest invocations in 15 minutes answered 502: Table Storage or the identity provider failed. Runbook: outcome DependencyFailed. Workbook: ${workbookUrl}'
     outcome: 'DependencyFailed'
     severity: 1
     threshold: dependencyFailedRatePercent
@@ -126,7 +129,7 @@ resource unauthorizedSpike 'Microsoft.Insights/scheduledQueryRules@2023-12-01' =
   kind: 'LogAlert'
   properties: {
     displayName: 'Draw Request Service: spike of 401s (outcome Unauthorized)'
-    description: 'More than ${unauthorizedSpikeCount} presented tokens were refused in 15 minutes: wrong AUTH_* settings, signing keys, an app registration change, or an attack. Group by customDimensions.reason. Runbook: outcome Unauthorized.'
+    description: 'More than ${unauthorizedSpikeCount} presented tokens were refused in 15 minutes: wrong AUTH_* settings, signing keys, an app registration change, or an attack. Group by customDimensions.reason. Runbook: outcome Unauthorized. Workbook: ${workbookUrl}'
     severity: 2
     enabled: enabled
     scopes: [
@@ -206,7 +209,7 @@ resource availability 'Microsoft.Insights/metricAlerts@2018-03-01' = {
     'hidden-link:${probe.id}': 'Resource'
   })
   properties: {
-    description: 'POST /DrawRequest without a token did not answer 401 from ${probeFailedLocationCount} or more locations: the host, routing or authentication is down. See docs/deploy.md, Alerts.'
+    description: 'POST /DrawRequest without a token did not answer 401 from ${probeFailedLocationCount} or more locations: the host, routing or authentication is down. See docs/deploy.md, Alerts. Workbook: ${workbookUrl}'
     severity: 1
     enabled: enabled
     scopes: [

@@ -856,6 +856,98 @@ describe('alerts that page on-call', () => {
   });
 });
 
+describe('the on-call workbook', () => {
+  const workbookFile = (): BicepFile => moduleFile('workbook');
+  interface WorkbookJson {
+    version: string;
+    items: { type: number; name: string; content: Record<string, unknown>; conditionalVisibility?: Record<string, unknown> }[];
+    fallbackResourceIds: string[];
+  }
+  const json = (): WorkbookJson => JSON.parse(readFileSync(join(INFRA, 'workbook.json'), 'utf8')) as WorkbookJson;
+
+  test('a shared Microsoft.Insights/workbooks resource, its content loaded from infra/workbook.json with the component in place of the placeholder', () => {
+    const { body } = resourceOf(workbookFile(), 'Microsoft.Insights/workbooks');
+    expect(body.kind).toBe('shared');
+    expect(at(body, 'properties.category')).toBe('workbook');
+    expect(at(body, 'properties.version')).toBe('Notebook/1.0');
+    expect(at(body, 'properties.serializedData')).toEqual(new Expr('content'));
+    expect(exprText(literalVar(workbookFile(), 'content'))).toBe("replace(loadTextContent('../workbook.json'), '__APPLICATION_INSIGHTS_ID__', appInsightsId)");
+    expect(readFileSync(join(INFRA, 'workbook.json'), 'utf8')).toContain('__APPLICATION_INSIGHTS_ID__');
+  });
+
+  test("bound to the environment's Application Insights: its source and every query's resource", () => {
+    const { body } = resourceOf(workbookFile(), 'Microsoft.Insights/workbooks');
+    expect(at(body, 'properties.sourceId')).toEqual(new Expr('appInsightsId'));
+    expect(mainModule('workbook').params.appInsightsId).toEqual(new Expr('monitoring.outputs.appInsightsId'));
+    const { items, fallbackResourceIds } = json();
+    expect(fallbackResourceIds).toEqual(['__APPLICATION_INSIGHTS_ID__']);
+    for (const item of items.filter((i) => i.type === 3))
+      expect({ tile: item.name, resources: item.content.crossComponentResources }).toEqual({ tile: item.name, resources: ['__APPLICATION_INSIGHTS_ID__'] });
+  });
+
+  test('one per environment: a GUID name derived from the component, the environment in its display name, and the tags of every resource', () => {
+    const { body } = resourceOf(workbookFile(), 'Microsoft.Insights/workbooks');
+    expect(exprText(body.name)).toBe("guid(appInsightsId, 'draw-request-service-on-call-workbook')");
+    expect(body.tags).toEqual(new Expr('tags'));
+    expect(at(body, 'properties.displayName')).toEqual(new Expr('displayName'));
+    expect(mainModule('workbook').params.tags).toEqual(new Expr('allTags'));
+    expect(exprText(mainModule('workbook').params.displayName)).toContain('${environmentName}');
+    expect(mainFile().outputs.has('workbookUrl')).toBe(true);
+  });
+
+  test('every alert links it in its description', () => {
+    expect(mainModule('alerts').params.workbookUrl).toEqual(new Expr('workbook.outputs.url'));
+    const alerts = moduleFile('alerts');
+    const descriptions = [
+      ...(literalVar(alerts, 'rateAlerts') as ObjectValue[]).map((a) => a.description),
+      ...alerts.resources.filter((r) => r.type !== 'Microsoft.Insights/webtests' && r.symbol !== 'rateRules').map((r) => at(r.body, 'properties.description')),
+    ];
+    expect(descriptions).toHaveLength(4);
+    for (const d of descriptions) expect(exprText(d)).toContain('Workbook: ${workbookUrl}');
+  });
+
+  test('parses as a workbook: Notebook/1.0, parameters, and Application Insights log queries', () => {
+    const { version, items } = json();
+    expect(version).toBe('Notebook/1.0');
+    const parameters = items.filter((i) => i.type === 9).flatMap((i) => i.content.parameters as { name: string; type: number }[]);
+    expect(parameters.map((p) => [p.name, p.type])).toEqual([
+      ['TimeRange', 4],
+      ['RequestId', 1],
+      ['LoanNumber', 1],
+    ]);
+    const queries = items.filter((i) => i.type === 3);
+    for (const q of queries)
+      expect({ tile: q.name, version: q.content.version, queryType: q.content.queryType, resourceType: q.content.resourceType }).toEqual({
+        tile: q.name,
+        version: 'KqlItem/1.0',
+        queryType: 0,
+        resourceType: 'microsoft.insights/components',
+      });
+    expect(new Set(items.map((i) => i.name)).size).toBe(items.length);
+  });
+
+  test('it shows what on-call looks at first, and the two lookups only once their parameter is set', () => {
+    const titles = json()
+      .items.filter((i) => i.type === 3)
+      .map((i) => String(i.content.title));
+    for (const wanted of [
+      /by outcome/,
+      /500.*502/,
+      /p50, p90 and p99 of total, reads and commit/,
+      /401 reasons by client/,
+      /error codes by partner/,
+      /dependencies by target and result code/,
+      /Data-quality/,
+      /One invocation/,
+      /One loan/,
+    ])
+      expect(titles).toContainEqual(expect.stringMatching(wanted));
+    const byName = new Map(json().items.map((i) => [i.name, i]));
+    expect(byName.get('invocation')?.conditionalVisibility).toEqual({ parameterName: 'RequestId', comparison: 'isNotEqualTo', value: '' });
+    expect(byName.get('loan')?.conditionalVisibility).toEqual({ parameterName: 'LoanNumber', comparison: 'isNotEqualTo', value: '' });
+  });
+});
+
 test('the infra parameter files exist for every environment and nothing else', () => {
   expect(readdirSync(join(INFRA, 'env')).sort()).toEqual(ENVIRONMENTS.map((e) => `${e}.parameters.json`).sort());
   expect(existsSync(GRAMMAR)).toBe(true);

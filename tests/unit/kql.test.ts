@@ -1,0 +1,118 @@
+/**
+ * Every KQL query on-call is given, checked by Microsoft's Kusto language service against the
+ * Application Insights schema (tests/support/kusto.ts): the runbook's, the alert rules' as Bicep
+ * composes them, and the workbook's as the workbook runs them. None may have an error or a warning,
+ * and none may read a custom dimension or measurement the service does not write (lib/telemetry.ts
+ * TELEMETRY_FIELDS).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EVENT_NAME, TELEMETRY_FIELDS } from '../../lib/telemetry';
+import { analyseKql, expandWorkbookParameters } from '../support/kusto';
+
+const ROOT = join(__dirname, '..', '..');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** The runbook's ```kusto blocks. */
+function runbookQueries(): [string, string][] {
+  return [...read('docs/runbook.md').matchAll(/```kusto\n([\s\S]*?)```/g)].map((m, i) => [`docs/runbook.md query ${i + 1}`, m[1]]);
+}
+
+/** A single-quoted Bicep string's value (the alert queries use only \' escapes, if any). */
+const bicepString = (text: string) => text.replace(/\\'/g, "'").replace(/\\\\/g, '\\');
+
+/**
+ * The alert rules' queries as the deployment composes them: `${invocations}` and `${eventName}` as
+ * declared, `${alert.outcome}` once per rate alert, `${minimumFailures}` a value its parameter allows.
+ */
+function alertQueries(): [string, string][] {
+  const alerts = read('infra/modules/alerts.bicep');
+  const eventName = /^var eventName = '([^']*)'$/m.exec(read('infra/main.bicep'))?.[1] as string;
+  const invocations = bicepString(/^var invocations = '((?:[^'\\]|\\.)*)'$/m.exec(alerts)?.[1] as string);
+  const outcomes = [...alerts.matchAll(/^\s+outcome: '(\w+)'$/gm)].map((m) => m[1]);
+  const queries: [string, string][] = [];
+  for (const [, raw] of alerts.matchAll(/^\s+query: '((?:[^'\\]|\\.)*)'$/gm)) {
+    const forEach = raw.includes('${alert.outcome}') ? outcomes : [undefined];
+    for (const outcome of forEach) {
+      const query = bicepString(raw)
+        .replace(/\$\{invocations\}/g, invocations)
+        .replace(/\$\{eventName\}/g, eventName)
+        .replace(/\$\{alert\.outcome\}/g, outcome ?? '')
+        .replace(/\$\{minimumFailures\}/g, '3');
+      if (query.includes('${')) throw new Error(`an interpolation this test does not compose: ${query}`);
+      queries.push([`alert query${outcome === undefined ? '' : ` (${outcome})`}`, query]);
+    }
+  }
+  return queries;
+}
+
+interface WorkbookItem {
+  readonly type: number;
+  readonly name: string;
+  readonly content: { readonly query?: string; readonly title?: string };
+}
+
+/** The workbook's query items, their parameters expanded as the workbook does. */
+function workbookQueries(): [string, string][] {
+  const workbook = JSON.parse(read('infra/workbook.json')) as { items: WorkbookItem[] };
+  return workbook.items
+    .filter((item) => item.type === 3)
+    .map((item) => [
+      `workbook tile ${item.name}`,
+      expandWorkbookParameters(item.content.query as string, { RequestId: '0b7c5e4e-3f3a-4d8e-9a1e-5f1c2d3e4f50', LoanNumber: '1001' }),
+    ]);
+}
+
+const QUERIES = [...runbookQueries(), ...alertQueries(), ...workbookQueries()];
+const WRITTEN = {
+  customDimensions: new Set<string>([...TELEMETRY_FIELDS.eventDimensions, ...TELEMETRY_FIELDS.elementDimensions, ...TELEMETRY_FIELDS.dataQualityDimensions]),
+  customMeasurements: new Set<string>(TELEMETRY_FIELDS.eventMeasurements),
+};
+
+/** Errors and warnings, as `line:column CODE message`. */
+const problemsOf = (query: string) =>
+  analyseKql(query)
+    .diagnostics.filter((d) => d.severity === 'Error' || d.severity === 'Warning')
+    .map((d) => `${d.line}:${d.column} ${d.severity} ${d.code} ${d.message}`);
+
+/** Custom dimensions and measurements read that the service does not write. */
+const unwrittenKeysOf = (query: string) =>
+  analyseKql(query)
+    .dynamicKeys.filter(({ column, key }) => key === null || !WRITTEN[column as keyof typeof WRITTEN].has(key))
+    .map(({ column, key }) => `${column}.${key}`);
+
+test('the queries are all found: runbook, alert rules and workbook', () => {
+  const count = (prefix: string) => QUERIES.filter(([name]) => name.startsWith(prefix)).length;
+  expect(count('docs/runbook.md')).toBeGreaterThanOrEqual(10);
+  expect(count('alert query')).toBe(3); // the 500 and 502 rates, the 401 spike
+  expect(count('workbook tile')).toBeGreaterThanOrEqual(9);
+  expect(alertQueries().every(([, q]) => q.includes(`name == "${EVENT_NAME}"`))).toBe(true);
+}, 30_000);
+
+test.each(QUERIES)('%s: no error or warning from the Kusto language service', (_name, query) => {
+  expect(problemsOf(query)).toEqual([]);
+});
+
+test.each(QUERIES)('%s: reads only custom dimensions and measurements the service writes', (_name, query) => {
+  expect(unwrittenKeysOf(query)).toEqual([]);
+});
+
+describe('the checks can fail', () => {
+  test("a column named with a keyword unbracketed (the runbook's data-quality query as it was)", () => {
+    expect(problemsOf('traces | summarize count(), last = max(timestamp) by issue = tostring(customDimensions.issue)')).toEqual([
+      expect.stringContaining("The name 'last' needs to be bracketed as ['last']"),
+    ]);
+  });
+
+  test('a column no table has, a table Application Insights does not have', () => {
+    expect(problemsOf('customEvents | where severityLevel > 1')).toEqual([expect.stringContaining("'severityLevel' does not refer to any known column")]);
+    expect(problemsOf('AppEvents | take 1')).toEqual([expect.stringContaining('AppEvents')]);
+  });
+
+  test('a custom dimension the service does not write', () => {
+    expect(unwrittenKeysOf('customEvents | where tostring(customDimensions.outcome) == "Accepted" and tostring(customDimensions["loan"]) == "1"')).toEqual([
+      'customDimensions.loan',
+    ]);
+    expect(unwrittenKeysOf('customEvents | extend x = todouble(customMeasurements.latencyMs)')).toEqual(['customMeasurements.latencyMs']);
+  });
+});
