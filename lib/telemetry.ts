@@ -147,7 +147,7 @@ export interface TelemetryOptions {
 
 /**
  * Starts the SDK and returns the recorder. Only when configured: in the package the SDK is part of the
- * bundle and costs about 90 ms and 7 MiB of a cold start (bench/results.md); from node_modules (the
+ * bundle and costs about 75–80 ms and 6–7 MiB of a cold start (bench/results.md); from node_modules (the
  * `tsc` output) about 1.2 s and 75 MiB. Call once per instance, before the first invocation, so the first one is captured with
  * its dependencies.
  */

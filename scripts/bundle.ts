@@ -1,10 +1,10 @@
 /**
  * The deployable entry as one file (for cold start): esbuild bundles functions/main.ts and
  * what it imports into dist/bundle/main.js, so the host loads one file instead of resolving and
- * reading hundreds of modules. Left outside the bundle:
- * - `@azure/functions-core`, which the Functions host provides at run time;
- * - `applicationinsights`, required only when telemetry is configured (lib/telemetry.ts), because
- *   it reads its own package files at run time; the package ships it as a dependency.
+ * reading hundreds of modules. Application Insights is bundled too, in the form scripts/bundlePlugins.ts
+ * gives it (docs/decisions.md, "The package is one bundle"); only `@azure/functions-core`, which the
+ * Functions host provides at run time, is left outside. Beside main.js: managedIdentity.js and
+ * coreXml.js (loaded on first use), the source maps, and THIRD-PARTY-NOTICES.txt.
  */
 import { build as esbuild, type BuildOptions } from 'esbuild';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -70,6 +70,7 @@ export const NOTICES = join(dirname(BUNDLE), 'THIRD-PARTY-NOTICES.txt');
 export async function bundle(): Promise<void> {
   const common: BuildOptions = {
     bundle: true,
+    absWorkingDir: ROOT, // the metafile's paths are relative to it (the licence notices read them)
     platform: 'node',
     target: 'node20',
     format: 'cjs',

@@ -105,27 +105,52 @@ export const notShipped: Plugin = {
 /**
  * The OpenTelemetry packages under applicationinsights come in several nested copies of nearby
  * versions (npm keeps each dependent's exact pin: seven of @opentelemetry/core 2.9–2.12, three of
- * sdk-trace, two of sdk-metrics …), a fifth of the bundle. In the bundle each such package is the
- * one copy of the highest version installed: OpenTelemetry keeps its JS packages compatible within a
- * major version, and a copy of another major is left as it is.
+ * sdk-trace, two of sdk-metrics …), a fifth of the bundle. In the bundle each such package is the one
+ * copy of the highest version installed within its compatibility class: its major version, or its
+ * minor below 1.0, where OpenTelemetry JS may break at any minor.
  */
 export const ONE_COPY = /^(@opentelemetry\/[^/]+|import-in-the-middle|require-in-the-middle|@azure\/opentelemetry-instrumentation-azure-sdk)(\/.*)?$/;
 
+/**
+ * Steps between 0.x minors merged anyway, each one checked: the telemetry suite
+ * (tests/integration/telemetry.test.ts) runs under the real worker on the bundle that merges them.
+ * `<package> <from>` → `<to>`. A step not listed leaves two copies, which the package test refuses
+ * until the step is checked and listed here (docs/decisions.md, "The package is one bundle").
+ */
+export const CHECKED_STEPS: Readonly<Record<string, string>> = {
+  '@opentelemetry/instrumentation 0.211': '0.221',
+  '@opentelemetry/api-logs 0.211': '0.221',
+  '@opentelemetry/api-logs 0.220': '0.221',
+  '@opentelemetry/sdk-logs 0.220': '0.221',
+};
+
+/** A version's compatibility class: its major, or `0.<minor>` below 1.0. */
+export const compatibilityOf = (version: string): string => {
+  const [major, minor] = version.split('.');
+  return major === '0' ? `0.${minor}` : major;
+};
+
+/** True when `a` is a later version than `b` (a release after its own prereleases). */
+export function isNewer(a: string, b: string): boolean {
+  const [coreA, preA] = a.split('-', 2);
+  const [coreB, preB] = b.split('-', 2);
+  const [x, y] = [coreA.split('.').map(Number), coreB.split('.').map(Number)];
+  for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) > (y[i] ?? 0);
+  if (preA === undefined || preB === undefined) return preA === undefined && preB !== undefined;
+  return preA.localeCompare(preB, 'en', { numeric: true }) > 0;
+}
+
+/** For each `<package> <class>`, the folder and version of its highest installed copy (the shallowest of equals). */
 function newestCopies(root: string): Map<string, { dir: string; version: string }> {
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dev?: boolean }> };
-  const parts = (v: string) => v.split(/[.-]/).map((x) => (/^\d+$/.test(x) ? Number(x) : -1));
-  const newer = (a: string, b: string) => {
-    const [x, y] = [parts(a), parts(b)];
-    for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) > (y[i] ?? 0);
-    return false;
-  };
-  const chosen = new Map<string, { dir: string; version: string }>();
+  const chosen = new Map<string, { dir: string; version: string; path: string }>();
   for (const [path, entry] of Object.entries(lock.packages)) {
     const name = /node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(path)?.[1];
     if (name === undefined || entry.version === undefined || entry.dev === true || !ONE_COPY.test(name)) continue;
-    const best = chosen.get(name);
-    const shallower = best !== undefined && entry.version === best.version && path.length < best.dir.length - root.length - 1;
-    if (best === undefined || newer(entry.version, best.version) || shallower) chosen.set(name, { dir: join(root, path), version: entry.version });
+    const key = `${name} ${compatibilityOf(entry.version)}`;
+    const best = chosen.get(key);
+    const shallower = best !== undefined && entry.version === best.version && path.length < best.path.length;
+    if (best === undefined || isNewer(entry.version, best.version) || shallower) chosen.set(key, { dir: join(root, path), version: entry.version, path });
   }
   return chosen;
 }
@@ -146,12 +171,12 @@ export const oneCopy = (root: string): Plugin => ({
     b.onResolve({ filter: ONE_COPY }, async (args) => {
       if (args.pluginData === 'one-copy') return undefined;
       const name = ONE_COPY.exec(args.path)?.[1] as string;
-      const best = chosen.get(name);
-      if (best === undefined) return undefined;
-      // The importer's own copy, and its major version: another major stays as it is.
+      // The importer's own copy decides the class; a checked step moves it up.
       const ownVersion = installedVersion(args.resolveDir, name);
       if (ownVersion === undefined) return undefined;
-      if (ownVersion.split('.')[0] !== best.version.split('.')[0] || (ownVersion.startsWith('0.') && !best.version.startsWith('0.'))) return undefined;
+      const own = compatibilityOf(ownVersion);
+      const best = chosen.get(`${name} ${CHECKED_STEPS[`${name} ${own}`] ?? own}`);
+      if (best === undefined) return undefined;
       return b.resolve(args.path, { kind: args.kind, resolveDir: best.dir, importer: args.importer, pluginData: 'one-copy' });
     });
   },
@@ -175,7 +200,7 @@ export const oneDialect: Plugin = {
   },
 };
 
-/** lib/managedIdentity is required on demand (functions/main.ts, lib/telemetry.ts): it stays a file of its own beside the bundle. */
+/** lib/managedIdentity is required on demand (lib/identityOnFirstUse.ts): it stays a file of its own beside the bundle. */
 export const managedIdentityApart: Plugin = {
   name: 'managed-identity-apart',
   setup(b) {

@@ -20,7 +20,7 @@ var content = replace(loadTextContent('../workbook.json'), '__APPLICATION_INSIGH
 
 resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
   // A workbook's name must be a GUID: derived from the component, so a redeployment updates it in place.
-  name: guid(appInsightsId, 'draw-request-service-on-call-workbook')
+  name: guid(toLower(appInsightsId), 'draw-request-service-on-call-workbook')
   location: location
   tags: tags
   kind: 'shared'
@@ -28,7 +28,8 @@ resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
     displayName: displayName
     category: 'workbook'
     version: 'Notebook/1.0'
-    sourceId: appInsightsId
+    // Lower case, as the portal compares it when it lists a component's workbooks.
+    sourceId: toLower(appInsightsId)
     serializedData: content
   }
 }

@@ -9,6 +9,8 @@
  * terminate was lost, and that no secret is in them.
  */
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startAzurite, type Azurite } from '../../dev/azurite';
 import { createTables, putLoan, putPartner, tableClient } from '../../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
@@ -263,4 +265,73 @@ test('no token, secret, connection string, requestor or request body is sent', (
   expect(everything).not.toContain(REQUESTOR);
   expect(everything).not.toContain('"requestor"');
   expect(everything).not.toContain('client_secret');
+});
+
+describe('Entra ingestion (APPLICATIONINSIGHTS_AUTHENTICATION_STRING): the SDK sends with the managed identity', () => {
+  // App Service's managed-identity endpoint, as Azure provides it to the worker (IDENTITY_ENDPOINT and
+  // IDENTITY_HEADER): it hands out a token for the resource asked for.
+  const IDENTITY_TOKEN = 'entra-ingestion-test-token';
+  const CLIENT_ID = '11111111-2222-4333-8444-555555555555';
+  const asked: { resource: string | null; clientId: string | null; header: string | undefined }[] = [];
+  let identity: Server;
+  let entraIngestion: Ingestion;
+  let worker: WorkerHost;
+  let status: number;
+  let code: number | null;
+
+  beforeAll(async () => {
+    identity = createServer((req, res) => {
+      const query = new URL(req.url ?? '/', 'http://identity').searchParams;
+      asked.push({ resource: query.get('resource'), clientId: query.get('client_id'), header: req.headers['x-identity-header'] as string | undefined });
+      const expiresOn = Math.floor(Date.now() / 1000) + 3600;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          access_token: IDENTITY_TOKEN,
+          expires_on: String(expiresOn),
+          resource: query.get('resource'),
+          token_type: 'Bearer',
+          client_id: CLIENT_ID,
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => identity.listen(0, '127.0.0.1', resolve));
+    const { port } = identity.address() as AddressInfo;
+    entraIngestion = await startIngestion();
+    worker = await WorkerHost.start({
+      appDir: app.appDir,
+      nodeArgs: deployedNodeArguments(),
+      settings: {
+        PATH: process.env.PATH ?? '',
+        APPLICATIONINSIGHTS_CONNECTION_STRING: entraIngestion.connectionString,
+        APPLICATIONINSIGHTS_AUTHENTICATION_STRING: `Authorization=AAD;ClientId=${CLIENT_ID}`,
+        IDENTITY_ENDPOINT: `http://127.0.0.1:${port}/msi/token`,
+        IDENTITY_HEADER: 'identity-header-value',
+        NODE_EXTRA_CA_CERTS: entraIngestion.caFile,
+        // Stopped by now: a call without a token is refused before any storage call.
+        TABLES_CONNECTION_STRING: azurite.connectionString,
+        AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+        AUTH_AUDIENCE: AUDIENCE,
+      },
+    });
+    await worker.init();
+    await worker.metadata();
+    await worker.load();
+    // No token: a 401 whose event must still arrive, sent with the identity's token.
+    status = (await worker.invoke({ method: 'POST', url: FUNCTION_URL, headers: { 'content-type': 'application/json' }, body: '[]' })).status;
+    code = await worker.terminate(GRACE_MS);
+  }, 60_000);
+
+  afterAll(async () => {
+    await worker?.kill();
+    await entraIngestion?.stop();
+    await new Promise((resolve) => identity?.close(resolve));
+  });
+
+  test("the invocation's event arrives, sent with the identity's bearer token for Azure Monitor", () => {
+    expect({ status, code }).toEqual({ status: 401, code: 0 });
+    expect(ofType(entraIngestion.envelopes, 'EventData').map((e) => e.data.baseData.properties?.outcome)).toEqual(['Unauthorized']);
+    expect(new Set(entraIngestion.authorizations)).toEqual(new Set([`Bearer ${IDENTITY_TOKEN}`]));
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked[0]).toEqual({ resource: expect.stringMatching(/^https:\/\/monitor\.azure\.com/), clientId: CLIENT_ID, header: 'identity-header-value' });
+  });
 });

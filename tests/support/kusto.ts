@@ -20,11 +20,16 @@ export interface KqlDiagnostic {
 
 export interface KqlAnalysis {
   readonly diagnostics: KqlDiagnostic[];
-  /** Keys read from customDimensions and customMeasurements, as `customDimensions.outcome` (null key: not a constant). */
-  readonly dynamicKeys: { column: string; key: string | null }[];
+  /**
+   * Keys read from customDimensions and customMeasurements (null key: not a constant), with the table
+   * whose column they read (undefined when the column is no table's own, as after a union).
+   */
+  readonly dynamicKeys: { table?: string; column: string; key: string | null }[];
 }
 
 let globals: Bridged;
+/** Each declared column symbol's table. */
+const tableOfColumn = new Map<Bridged, string>();
 
 function kusto(): Bridged {
   const g = globalThis as Bridged;
@@ -43,13 +48,15 @@ function appInsightsGlobals(): Bridged {
   if (globals !== undefined) return globals;
   const K = kusto();
   const S = K.Symbols;
-  const column = (spec: string) => {
-    const [name, type = 'string'] = spec.split(':');
-    return new S.ColumnSymbol(name, S.ScalarTypes.GetSymbol(type));
-  };
-  const tables = Object.entries(APP_INSIGHTS_TABLES).map(
-    ([name, own]) => new S.TableSymbol.$ctor4(name, [column(COMMON_COLUMNS[0]), ...own.map(column), ...COMMON_COLUMNS.slice(1).map(column)]),
-  );
+  const tables = Object.entries(APP_INSIGHTS_TABLES).map(([table, own]) => {
+    const column = (spec: string) => {
+      const [name, type = 'string'] = spec.split(':');
+      const symbol = new S.ColumnSymbol(name, S.ScalarTypes.GetSymbol(type));
+      tableOfColumn.set(symbol, table);
+      return symbol;
+    };
+    return new S.TableSymbol.$ctor4(table, [column(COMMON_COLUMNS[0]), ...own.map(column), ...COMMON_COLUMNS.slice(1).map(column)]);
+  });
   globals = K.GlobalState.Default.WithDatabase(new S.DatabaseSymbol.ctor('appinsights', tables));
   return globals;
 }
@@ -80,14 +87,14 @@ export function analyseKql(query: string): KqlAnalysis {
       text: query.substr(d.Start, d.Length),
     };
   });
-  const dynamicKeys: { column: string; key: string | null }[] = [];
+  const dynamicKeys: { table?: string; column: string; key: string | null }[] = [];
   K.Syntax.SyntaxElement.WalkNodes(code.Syntax, (node: Bridged) => {
     const kind = kindName(node);
     if (kind !== 'PathExpression' && kind !== 'ElementExpression') return;
     if (kindName(node.Expression) !== 'NameReference') return;
     const symbol = node.Expression.ReferencedSymbol;
     if (symbol && ['customDimensions', 'customMeasurements'].includes(symbol.Name) && symbol instanceof K.Symbols.ColumnSymbol)
-      dynamicKeys.push({ column: String(symbol.Name), key: selectorKey(node) });
+      dynamicKeys.push({ table: tableOfColumn.get(symbol), column: String(symbol.Name), key: selectorKey(node) });
   });
   return { diagnostics, dynamicKeys };
 }

@@ -877,7 +877,7 @@ describe('the on-call workbook', () => {
 
   test("bound to the environment's Application Insights: its source and every query's resource", () => {
     const { body } = resourceOf(workbookFile(), 'Microsoft.Insights/workbooks');
-    expect(at(body, 'properties.sourceId')).toEqual(new Expr('appInsightsId'));
+    expect(at(body, 'properties.sourceId')).toEqual(new Expr('toLower(appInsightsId)'));
     expect(mainModule('workbook').params.appInsightsId).toEqual(new Expr('monitoring.outputs.appInsightsId'));
     const { items, fallbackResourceIds } = json();
     expect(fallbackResourceIds).toEqual(['__APPLICATION_INSIGHTS_ID__']);
@@ -887,7 +887,7 @@ describe('the on-call workbook', () => {
 
   test('one per environment: a GUID name derived from the component, the environment in its display name, and the tags of every resource', () => {
     const { body } = resourceOf(workbookFile(), 'Microsoft.Insights/workbooks');
-    expect(exprText(body.name)).toBe("guid(appInsightsId, 'draw-request-service-on-call-workbook')");
+    expect(exprText(body.name)).toBe("guid(toLower(appInsightsId), 'draw-request-service-on-call-workbook')");
     expect(body.tags).toEqual(new Expr('tags'));
     expect(at(body, 'properties.displayName')).toEqual(new Expr('displayName'));
     expect(mainModule('workbook').params.tags).toEqual(new Expr('allTags'));

@@ -64,9 +64,16 @@ function workbookQueries(): [string, string][] {
 }
 
 const QUERIES = [...runbookQueries(), ...alertQueries(), ...workbookQueries()];
-const WRITTEN = {
-  customDimensions: new Set<string>([...TELEMETRY_FIELDS.eventDimensions, ...TELEMETRY_FIELDS.elementDimensions, ...TELEMETRY_FIELDS.dataQualityDimensions]),
-  customMeasurements: new Set<string>(TELEMETRY_FIELDS.eventMeasurements),
+const { eventDimensions, eventMeasurements, elementDimensions, dataQualityDimensions } = TELEMETRY_FIELDS;
+/** What the service writes, by table: its event in customEvents, its element and data-quality traces in traces. */
+const WRITTEN: Record<string, { customDimensions: ReadonlySet<string>; customMeasurements: ReadonlySet<string> }> = {
+  customEvents: { customDimensions: new Set(eventDimensions), customMeasurements: new Set(eventMeasurements) },
+  traces: { customDimensions: new Set([...elementDimensions, ...dataQualityDimensions]), customMeasurements: new Set() },
+};
+/** A column that is no single table's (after a union): any name the service writes. */
+const WRITTEN_ANYWHERE = {
+  customDimensions: new Set<string>([...eventDimensions, ...elementDimensions, ...dataQualityDimensions]),
+  customMeasurements: new Set<string>(eventMeasurements),
 };
 
 /** Errors and warnings, as `line:column CODE message`. */
@@ -75,11 +82,14 @@ const problemsOf = (query: string) =>
     .diagnostics.filter((d) => d.severity === 'Error' || d.severity === 'Warning')
     .map((d) => `${d.line}:${d.column} ${d.severity} ${d.code} ${d.message}`);
 
-/** Custom dimensions and measurements read that the service does not write. */
+/** Custom dimensions and measurements read that the service does not write in that table. */
 const unwrittenKeysOf = (query: string) =>
   analyseKql(query)
-    .dynamicKeys.filter(({ column, key }) => key === null || !WRITTEN[column as keyof typeof WRITTEN].has(key))
-    .map(({ column, key }) => `${column}.${key}`);
+    .dynamicKeys.filter(({ table, column, key }) => {
+      const written = table === undefined ? WRITTEN_ANYWHERE : WRITTEN[table];
+      return key === null || written?.[column as keyof typeof WRITTEN_ANYWHERE].has(key) !== true;
+    })
+    .map(({ table, column, key }) => `${table ?? '?'}.${column}.${key}`);
 
 test('the queries are all found: runbook, alert rules and workbook', () => {
   const count = (prefix: string) => QUERIES.filter(([name]) => name.startsWith(prefix)).length;
@@ -111,8 +121,16 @@ describe('the checks can fail', () => {
 
   test('a custom dimension the service does not write', () => {
     expect(unwrittenKeysOf('customEvents | where tostring(customDimensions.outcome) == "Accepted" and tostring(customDimensions["loan"]) == "1"')).toEqual([
-      'customDimensions.loan',
+      'customEvents.customDimensions.loan',
     ]);
-    expect(unwrittenKeysOf('customEvents | extend x = todouble(customMeasurements.latencyMs)')).toEqual(['customMeasurements.latencyMs']);
+    expect(unwrittenKeysOf('customEvents | extend x = todouble(customMeasurements.latencyMs)')).toEqual(['customEvents.customMeasurements.latencyMs']);
+  });
+
+  test('a dimension the service writes, read from a table it does not write it in', () => {
+    expect(unwrittenKeysOf('customEvents | where tostring(customDimensions.code) == "InvalidAmount"')).toEqual(['customEvents.customDimensions.code']);
+    expect(unwrittenKeysOf('dependencies | where tostring(customDimensions.requestId) == "x"')).toEqual(['dependencies.customDimensions.requestId']);
+    expect(unwrittenKeysOf('traces | where tostring(customDimensions.loanNumber) == "1" | extend o = tostring(customDimensions.outcome)')).toEqual([
+      'traces.customDimensions.outcome',
+    ]);
   });
 });

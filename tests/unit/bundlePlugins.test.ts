@@ -1,0 +1,27 @@
+/** How the bundle picks the one copy of an OpenTelemetry package (scripts/bundlePlugins.ts). */
+import { CHECKED_STEPS, compatibilityOf, isNewer } from '../../scripts/bundlePlugins';
+
+test.each([
+  ['2.12.1', '2.10.0', true],
+  ['2.10.0', '2.12.1', false],
+  ['2.12.1', '2.12.1', false],
+  ['0.221.0', '0.211.0', true],
+  ['1.0.0', '1.0.0-beta.7', true], // a release after its own prereleases
+  ['1.0.0-beta.7', '1.0.0', false],
+  ['1.0.0-1', '1.0.0', false],
+  ['1.1.0-beta.1', '1.0.0', true],
+  ['1.0.0-beta.10', '1.0.0-beta.9', true], // prerelease identifiers compared as numbers
+])('%s is newer than %s: %p', (a, b, expected) => {
+  expect(isNewer(a, b)).toBe(expected);
+});
+
+test('a compatibility class is the major, or the minor below 1.0', () => {
+  expect(['2.12.1', '2.9.0', '1.1.0-beta.1', '0.221.0', '0.211.3'].map(compatibilityOf)).toEqual(['2', '2', '1', '0.221', '0.211']);
+});
+
+test('a checked step only moves a 0.x class up to a later minor of the same package', () => {
+  for (const [from, to] of Object.entries(CHECKED_STEPS)) {
+    const [, cls] = from.split(' ');
+    expect({ from, to: isNewer(`${to}.0`, `${cls}.0`) && cls.startsWith('0.') && to.startsWith('0.') }).toEqual({ from, to: true });
+  }
+});
