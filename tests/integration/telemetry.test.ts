@@ -63,6 +63,32 @@ async function post(name: string, token: string, body: unknown): Promise<void> {
   sent[name] = { status: reply.status, requestId: reply.invocationId, traceId };
 }
 
+/**
+ * A worker on the package, with the deployment's Node options, sending telemetry to `to`; initialised,
+ * indexed and loaded as the host does. (Azurite may be stopped by the time the Entra describe starts
+ * one: a call without a token is refused before any storage call.)
+ */
+async function startWorker(to: Ingestion, settings: Record<string, string> = {}): Promise<WorkerHost> {
+  const worker = await WorkerHost.start({
+    appDir: app.appDir,
+    nodeArgs: deployedNodeArguments(),
+    settings: {
+      PATH: process.env.PATH ?? '',
+      APPLICATIONINSIGHTS_CONNECTION_STRING: to.connectionString,
+      // The exporter sends over HTTPS: the worker trusts the local endpoint's self-signed certificate.
+      NODE_EXTRA_CA_CERTS: to.caFile,
+      TABLES_CONNECTION_STRING: azurite.connectionString,
+      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
+      AUTH_AUDIENCE: AUDIENCE,
+      ...settings,
+    },
+  });
+  expect((await worker.init()).result.status).toBe('Success');
+  await worker.metadata();
+  await worker.load();
+  return worker;
+}
+
 beforeAll(async () => {
   [app, ingestion, azurite, provider] = await Promise.all([packagedApp(), startIngestion(), startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
   await createTables(azurite.connectionString, TABLES);
@@ -73,22 +99,7 @@ beforeAll(async () => {
   await putLoan(loans, { loanNumber: 502, partnerId: 'TELE', availableCredit: 10, fundingInvestorId: 'I' });
   await loans.upsertEntity({ partitionKey: '503', rowKey: '', PartnerId: 'TELE', FundingInvestorId: 'I' }, 'Replace');
 
-  host = await WorkerHost.start({
-    appDir: app.appDir,
-    nodeArgs: deployedNodeArguments(),
-    settings: {
-      PATH: process.env.PATH ?? '',
-      APPLICATIONINSIGHTS_CONNECTION_STRING: ingestion.connectionString,
-      // The exporter sends over HTTPS: the worker trusts the local endpoint's self-signed certificate.
-      NODE_EXTRA_CA_CERTS: ingestion.caFile,
-      TABLES_CONNECTION_STRING: azurite.connectionString,
-      AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
-      AUTH_AUDIENCE: AUDIENCE,
-    },
-  });
-  expect((await host.init()).result.status).toBe('Success');
-  await host.metadata();
-  await host.load();
+  host = await startWorker(ingestion);
 
   const good = await tokenFor('tele-client');
   await post('accepted', good, [{ loanNumber: 501, requestor: REQUESTOR, amount: 100 }]);
@@ -297,25 +308,11 @@ describe('Entra ingestion (APPLICATIONINSIGHTS_AUTHENTICATION_STRING): the SDK s
     await new Promise<void>((resolve) => identity.listen(0, '127.0.0.1', resolve));
     const { port } = identity.address() as AddressInfo;
     entraIngestion = await startIngestion();
-    worker = await WorkerHost.start({
-      appDir: app.appDir,
-      nodeArgs: deployedNodeArguments(),
-      settings: {
-        PATH: process.env.PATH ?? '',
-        APPLICATIONINSIGHTS_CONNECTION_STRING: entraIngestion.connectionString,
-        APPLICATIONINSIGHTS_AUTHENTICATION_STRING: `Authorization=AAD;ClientId=${CLIENT_ID}`,
-        IDENTITY_ENDPOINT: `http://127.0.0.1:${port}/msi/token`,
-        IDENTITY_HEADER: 'identity-header-value',
-        NODE_EXTRA_CA_CERTS: entraIngestion.caFile,
-        // Stopped by now: a call without a token is refused before any storage call.
-        TABLES_CONNECTION_STRING: azurite.connectionString,
-        AUTH_OPENID_CONFIG_URL: provider.openIdConfigUrl,
-        AUTH_AUDIENCE: AUDIENCE,
-      },
+    worker = await startWorker(entraIngestion, {
+      APPLICATIONINSIGHTS_AUTHENTICATION_STRING: `Authorization=AAD;ClientId=${CLIENT_ID}`,
+      IDENTITY_ENDPOINT: `http://127.0.0.1:${port}/msi/token`,
+      IDENTITY_HEADER: 'identity-header-value',
     });
-    await worker.init();
-    await worker.metadata();
-    await worker.load();
     // No token: a 401 whose event must still arrive, sent with the identity's token.
     status = (await worker.invoke({ method: 'POST', url: FUNCTION_URL, headers: { 'content-type': 'application/json' }, body: '[]' })).status;
     code = await worker.terminate(GRACE_MS);
