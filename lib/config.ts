@@ -256,10 +256,6 @@ export function loadConfig(env: Settings = process.env): Config {
   };
 }
 
-/**
- * `Authorization=AAD` with an optional `ClientId=<guid>` (Microsoft's format for the Functions host and
- * the App Insights agent); the SDK's TelemetryClient does not read it itself, so the service does.
- */
 /** Propagators the package carries (the OpenTelemetry defaults): OTEL_PROPAGATORS may name only these. */
 const CARRIED_PROPAGATORS = new Set(['tracecontext', 'baggage', 'none']);
 
@@ -278,6 +274,10 @@ function unsupportedTelemetrySettings(env: Settings, problems: string[]): void {
       problems.push(`${name} is not supported: telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses`);
 }
 
+/**
+ * `Authorization=AAD` with an optional `ClientId=<guid>` (Microsoft's format for the Functions host and
+ * the App Insights agent); the SDK's TelemetryClient does not read it itself, so the service does.
+ */
 function authenticationString(value: string | undefined, problems: string[]): { clientId?: string } | undefined {
   if (value === undefined) return undefined;
   const parts = new Map(

@@ -4,18 +4,17 @@
  * starts the worker with. The worker suites (tests/integration/worker.test.ts, telemetry.test.ts)
  * load the app from there.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { bundle } from '../../scripts/bundle';
-import { buildPackage, unpackZip } from '../../scripts/package';
-
-// tests/support/ from the sources (Jest), dist/tests/support/ once compiled (the bench).
-const ROOT = existsSync(join(__dirname, '..', '..', 'package.json')) ? resolve(__dirname, '..', '..') : resolve(__dirname, '..', '..', '..');
+import { join } from 'node:path';
+import { ROOT, bundle } from '../../scripts/bundle';
+import { buildPackage, unpackZip, type PackageReport } from '../../scripts/package';
 
 export interface PackagedApp {
   /** The unpacked app: host.json, package.json and dist/bundle at its root. */
   readonly appDir: string;
+  /** What `npm run package` reported for the zip: its size and entries. */
+  readonly report: PackageReport;
   remove(): void;
 }
 
@@ -27,7 +26,7 @@ export async function packagedApp(): Promise<PackagedApp> {
   const appDir = join(work, 'app');
   const unpacking = await unpackZip(report.outFile, appDir);
   if (unpacking.length > 0) throw new Error(`the zip does not unpack:\n${unpacking.join('\n')}`);
-  return { appDir, remove: () => rmSync(work, { recursive: true, force: true }) };
+  return { appDir, report, remove: () => rmSync(work, { recursive: true, force: true }) };
 }
 
 /**
