@@ -1,0 +1,54 @@
+/**
+ * Exactly once, and never a false answer (docs/contract.md §9), proven by generated histories: clients
+ * of two partners, keyed and unkeyed batches over overlapping loans, retries after any answer or
+ * without waiting for one, storage faults on every kind of request, and a clock crossing midnight.
+ * HISTORIES sets how many (500 by default; `npm run histories` runs 5,000); HISTORY_SEED replays one.
+ */
+import { Harness } from '../support/harness';
+import { describeHistory, prepareWorld, runHistory, type HistoryResult, type HistoryWorld } from '../support/histories';
+
+const COUNT = Number(process.env.HISTORIES ?? 500);
+const ONLY = process.env.HISTORY_SEED === undefined ? undefined : Number(process.env.HISTORY_SEED);
+/** Histories run side by side (each has its own loans, keys and proxy); enough to keep storage busy. */
+const PARALLEL = 8;
+/** Stop after this many broken histories (HISTORY_MAX_FAILURES); the report names each one's seed. */
+const MAX_FAILURES = Number(process.env.HISTORY_MAX_FAILURES ?? 3);
+
+let h: Harness;
+let world: HistoryWorld;
+beforeAll(async () => {
+  h = await Harness.start();
+  world = await prepareWorld(h);
+});
+afterAll(() => h.stop());
+
+test(`${ONLY === undefined ? COUNT : 1} generated histories: recorded whole, once per key, every answer true to storage`, async () => {
+  const firstSeed = ONLY ?? Math.floor(Math.random() * 2 ** 31);
+  const seeds = ONLY === undefined ? Array.from({ length: COUNT }, (_, i) => (firstSeed + i) % 2 ** 31) : [ONLY];
+  const failed: HistoryResult[] = [];
+  let next = 0;
+  let answers = 0;
+  const statuses: Record<string, number> = {};
+  await Promise.all(
+    Array.from({ length: PARALLEL }, async () => {
+      while (next < seeds.length && failed.length < MAX_FAILURES) {
+        const result = await runHistory(world, seeds[next++]);
+        answers += result.attempts.length;
+        for (const a of result.attempts) {
+          const s = a.reply === undefined ? '?' : `${a.reply.status}${a.reply.headers['idempotent-replay'] ? 'r' : ''}`;
+          statuses[s] = (statuses[s] ?? 0) + 1;
+        }
+        if (result.violations.length > 0) failed.push(result);
+      }
+    }),
+  );
+  const report = failed.map(
+    (f) => `HISTORY_SEED=${f.seed} npx jest tests/integration/histories.test.ts\n${f.violations.map((v) => `  ✗ ${v}`).join('\n')}\n${describeHistory(f)}`,
+  );
+  if (report.length > 0) throw new Error(`${failed.length} histories broke a promise:\n\n${report.join('\n\n')}`);
+  // The histories must have exercised what they claim to: every kind of answer occurred.
+  if (ONLY === undefined) {
+    expect(answers).toBeGreaterThan(COUNT * 3);
+    for (const s of ['204', '204r', '400', '502']) expect(statuses[s] ?? 0).toBeGreaterThan(0);
+  }
+}, 600_000);
