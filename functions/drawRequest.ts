@@ -1,7 +1,8 @@
 /**
  * POST /DrawRequest: wires the pieces and maps each outcome to its response. Reads top to
  * bottom in the order of checks of docs/contract.md §2: authentication, request shape, draw rules, commit;
- * with an Idempotency-Key, a retry of a batch that landed is answered before the draw rules.
+ * with an Idempotency-Key, a retry of a batch that landed is answered before the draw rules, and the
+ * key is taken before the commit (docs/contract.md §9).
  */
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { TokenCredential } from '@azure/identity';
@@ -10,10 +11,20 @@ import type { Config, ConfigError } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
-import { KEY_REUSED, batchHash, judgeRetry, previousDayInWindow, readIdempotencyKey, type KeyedBatch, type PriorDraw } from '../lib/idempotency';
+import {
+  KEY_REUSED,
+  batchHash,
+  judgeKey,
+  readIdempotencyKey,
+  recordedRow,
+  settleHeld,
+  type KeyRecord,
+  type KeyedBatch,
+  type PriorDraw,
+} from '../lib/idempotency';
 import { DETAILS, type ElementError } from '../lib/problem';
 import { readDrawRequests, type DrawRequest } from '../lib/requestBody';
-import { DEFAULT_TIMEOUTS, TableStore, drawDay, type StoreResult, type StoreTimeouts } from '../lib/store';
+import { DEFAULT_TIMEOUTS, TableStore, drawDay, type HeldKey, type StoreResult, type StoreTimeouts } from '../lib/store';
 import { noTelemetry, type Telemetry } from '../lib/telemetry';
 
 export interface DrawRequestDeps {
@@ -78,69 +89,116 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     outcome.idempotencyKey = idempotency.key;
 
     // 3. Draw rules, on one parallel round of point reads (and the key's record once the partner is known).
-    // A keyed batch early in a day also reads the previous day's rows: a retry across midnight is a replay.
     const at = now();
-    const day = drawDay(at, config.drawDayTimeZone);
-    const previousDay = idempotency.key === undefined ? undefined : previousDayInWindow(at, day, (t) => drawDay(t, config.drawDayTimeZone));
+    const today = drawDay(at, config.drawDayTimeZone);
     const loanNumbers = body.requests.map((r) => String(r.loanNumber));
-    const [partner, state, keyRecord, previousDayRows] = await outcome.timed(
+    const [partner, state, held] = await outcome.timed(
       'read',
-      Promise.all([
-        caller,
-        store.readBatchState(day, loanNumbers),
-        recordedHash(caller, day, idempotency.key),
-        previousDay === undefined ? NO_ROWS : store.readDraws(previousDay, loanNumbers),
-      ]),
+      Promise.all([caller, store.readBatchState(today, loanNumbers), keyRecordOf(caller, idempotency.key)]),
     );
     if (!partner.ok) return refusedPartner(outcome, partner);
     outcome.partnerId = partner.partnerId;
     if (!state.ok) return outcome.storageFailed(state.failure);
-    if (!keyRecord.ok) return outcome.storageFailed(keyRecord.failure);
-    if (!previousDayRows.ok) return outcome.storageFailed(previousDayRows.failure);
+    if (!held.ok) return outcome.storageFailed(held.failure);
 
-    // A batch that already landed under its key is answered again, not evaluated again.
+    // A keyed batch is recorded under the business day its key was taken, and answered again, not
+    // evaluated again, once it landed there; a key bound to another batch refuses it.
     const keyed = idempotency.key === undefined ? undefined : { key: idempotency.key, hash: batchHash(body.requests), partnerId: partner.partnerId };
+    let plan: BatchPlan = { day: today, drawn: state.value.drawnToday };
     if (keyed !== undefined) {
-      const retry = judgeRetry(keyed, state.value.drawnToday.values(), keyRecord.value, previousDayRows.value.values());
-      if (retry.kind === 'replay') return outcome.replayed(retry.originalRequestId);
-      if (retry.kind === 'reused') return outcome.rejected([KEY_REUSED]);
+      const keyPlan = await planKeyed(outcome, keyed, held.value, at, plan, loanNumbers);
+      if ('response' in keyPlan) return keyPlan.response;
+      plan = keyPlan;
     }
 
     for (const [loanNumber, loan] of state.value.loans) {
       if (loan.availableCredit === undefined) outcome.dataQuality('LoanWithoutCredit', { loanNumber });
     }
-    const verdict = applyDrawRules(body.requests, state.value.loans, state.value.drawnToday, partner.partnerId);
+    const verdict = applyDrawRules(body.requests, state.value.loans, plan.drawn, partner.partnerId);
     if (!verdict.accepted) return outcome.rejected(verdict.errors);
 
-    // 4. Atomic commit: the store enforces one draw per loan per day. A key's record is written alongside.
+    // 4. A keyed batch takes its key first: from then on every attempt of it commits the same rows to
+    // the same day's partition, where storage lets one land. Then the atomic commit.
+    const taken = keyed === undefined || plan.take === undefined ? plan.day : await takeKey(outcome, keyed, plan, loanNumbers, at);
+    if (typeof taken !== 'string') return taken.response;
+    const day = taken;
     const rows = body.requests.map((r) => ({ loanNumber: r.loanNumber, amount: r.amount, requestor: r.requestor, batchIndex: r.index }));
-    const submittedAt = now();
-    const [commit, recorded] = await outcome.timed(
+    const commit = await outcome.timed(
       'commit',
-      Promise.all([
-        store.commitDraws(rows, { day, partnerId: partner.partnerId, clientId: token.clientId, requestId: outcome.requestId, submittedAt, retry: keyed }),
-        keyed === undefined ? NOTHING_TO_RECORD : store.recordKey(day, keyed, outcome.requestId),
-      ]),
+      store.commitDraws(rows, { day, partnerId: partner.partnerId, clientId: token.clientId, requestId: outcome.requestId, submittedAt: now(), retry: keyed }),
     );
     if (!commit.ok && 'conflictIndex' in commit) {
       const lost = lostRace(body.requests[commit.conflictIndex]);
       return keyed === undefined ? outcome.rejected([lost]) : twinOrLostRace(outcome, keyed, day, loanNumbers, lost);
     }
-    if (!commit.ok) return outcome.storageFailed(commit.failure);
-    if (!recorded.ok) outcome.keyNotRecorded(recorded.failure);
+    if (!commit.ok) return commit.outcomeUnknown ? outcome.outcomeUnknown(commit.failure) : outcome.storageFailed(commit.failure);
     return outcome.accepted(day);
   }
 
-  /** The batch hash recorded under the partner's key today; nothing to read without a key or a partner. */
-  async function recordedHash(caller: Promise<PartnerResult>, day: string, key: string | undefined): Promise<StoreResult<string | undefined>> {
-    if (key === undefined) return NOTHING_RECORDED;
+  /** The record of the partner's key; nothing to read without a key or a partner. */
+  async function keyRecordOf(caller: Promise<PartnerResult>, key: string | undefined): Promise<StoreResult<HeldKey | undefined>> {
+    if (key === undefined) return NOTHING_HELD;
     const partner = await caller;
-    return partner.ok ? store.readKeyRecord(day, partner.partnerId, key) : NOTHING_RECORDED;
+    return partner.ok ? store.readKeyRecord(partner.partnerId, key) : NOTHING_HELD;
   }
 
   /**
-   * A keyed batch lost the commit to an existing row. If that row is its own twin (the same batch
-   * and key, sent concurrently), the batch landed: answer as a replay. Otherwise it lost a race.
+   * What a keyed batch does given its key's record (docs/contract.md §9): a replay when it landed, a
+   * refusal when another batch holds the key, else the day to record it under and whether to take the key.
+   */
+  async function planKeyed(
+    outcome: InvocationOutcome,
+    keyed: KeyedBatch,
+    held: HeldKey | undefined,
+    at: Date,
+    todays: BatchPlan,
+    loanNumbers: readonly string[],
+  ): Promise<BatchPlan | { readonly response: HttpResponseInit }> {
+    const landedToday = recordedRow(keyed, todays.drawn.values());
+    if (landedToday !== undefined) return { response: outcome.replayed(landedToday.requestId) };
+    const verdict = judgeKey(keyed, held?.record, at);
+    if (verdict.kind === 'free') return { ...todays, take: { over: held?.etag } };
+    if (verdict.kind === 'mine') {
+      if (verdict.day === todays.day) return todays;
+      const rows = await outcome.timed('read', store.readDraws(verdict.day, loanNumbers));
+      if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
+      const landed = recordedRow(keyed, rows.value.values());
+      if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
+      return { day: verdict.day, drawn: rows.value };
+    }
+    // Held by another batch: free only when that batch can never land.
+    const holder = (held as HeldKey).record;
+    const rows = await outcome.timed('read', store.readDraws(holder.day, holder.loanNumbers));
+    if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
+    if (settleHeld(holder, rows.value.values()) !== 'never') return { response: outcome.rejected([KEY_REUSED]) };
+    return { ...todays, take: { over: (held as HeldKey).etag } };
+  }
+
+  /**
+   * Takes the key for this batch and its business day; answers the day to commit into. Taken
+   * meanwhile by a twin of this batch: the twin's day, where at most one of the two lands. By another
+   * batch: the key is bound to it.
+   */
+  async function takeKey(
+    outcome: InvocationOutcome,
+    keyed: KeyedBatch,
+    plan: BatchPlan,
+    loanNumbers: readonly string[],
+    at: Date,
+  ): Promise<string | { readonly response: HttpResponseInit }> {
+    const record: KeyRecord = { ...keyed, day: plan.day, loanNumbers: [...new Set(loanNumbers)], requestId: outcome.requestId, takenAt: at };
+    const taken = await outcome.timed('commit', store.takeKey(record, plan.take?.over));
+    if (taken.ok) return plan.day;
+    if ('failure' in taken) return { response: outcome.storageFailed(taken.failure) };
+    const current = await outcome.timed('read', store.readKeyRecord(keyed.partnerId, keyed.key));
+    if (!current.ok) return { response: outcome.storageFailed(current.failure) };
+    if (current.value === undefined || current.value.record.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
+    return current.value.record.day;
+  }
+
+  /**
+   * A keyed batch lost the commit to an existing row. If that row is its own twin's (the same batch
+   * and key, sent concurrently or retried), the batch landed: answer as a replay. Otherwise it lost a race.
    */
   async function twinOrLostRace(
     outcome: InvocationOutcome,
@@ -149,12 +207,11 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     loanNumbers: readonly string[],
     lost: ElementError,
   ): Promise<HttpResponseInit> {
-    const state = await outcome.timed('read', store.readBatchState(day, loanNumbers));
-    // Without the rows the answer is unknown; a retry with the same key will learn it.
-    if (!state.ok) return outcome.storageFailed(state.failure);
-    const retry = judgeRetry(keyed, state.value.drawnToday.values(), undefined);
-    if (retry.kind === 'replay') return outcome.replayed(retry.originalRequestId);
-    return outcome.rejected([retry.kind === 'reused' ? KEY_REUSED : lost]);
+    const rows = await outcome.timed('read', store.readDraws(day, loanNumbers));
+    // Without the rows nobody can say whether the twin recorded the batch; a retry with the key will.
+    if (!rows.ok) return outcome.outcomeUnknown(rows.failure);
+    const landed = recordedRow(keyed, rows.value.values());
+    return landed === undefined ? outcome.rejected([lost]) : outcome.replayed(landed.requestId);
   }
 
   return async function drawRequest(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
@@ -177,9 +234,14 @@ export function createMisconfiguredHandler(error: ConfigError, telemetry: Teleme
   return (_request, context) => telemetry.inInvocation(context, () => Promise.resolve(new InvocationOutcome(context, telemetry).misconfigured(error)));
 }
 
-const NOTHING_RECORDED: StoreResult<undefined> = { ok: true, value: undefined };
-const NO_ROWS: StoreResult<ReadonlyMap<string, PriorDraw>> = { ok: true, value: new Map() };
-const NOTHING_TO_RECORD: StoreResult<void> = NOTHING_RECORDED;
+const NOTHING_HELD: StoreResult<undefined> = { ok: true, value: undefined };
+
+/** Where a batch is recorded: the business day, that day's rows of its loans, and, for a keyed batch free to take its key, over which record. */
+interface BatchPlan {
+  readonly day: string;
+  readonly drawn: ReadonlyMap<string, PriorDraw>;
+  readonly take?: { readonly over?: string };
+}
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */
 function refusedPartner(outcome: InvocationOutcome, partner: Exclude<PartnerResult, { ok: true }>): HttpResponseInit {

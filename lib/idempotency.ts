@@ -1,10 +1,12 @@
 /**
  * Safe retries with `Idempotency-Key`: the header's form, the hash that identifies a batch, and
- * the pure verdict on a keyed request given what storage holds for today. No I/O.
+ * the pure verdicts on a keyed request given what storage holds. No I/O.
  *
  * The committed draw rows carry the key and the batch hash, and they are the truth: they land
- * atomically, so one matching row means the whole batch landed. A separate record per partner,
- * key and day (see TableStore.recordKey) finds a key reused for a batch naming other loans.
+ * atomically, so one matching row means the whole batch landed. A record per partner and key
+ * (TableStore.takeKey), taken before the commit, binds the key to one batch and one business day,
+ * so every attempt of that batch writes the same rows of the same partition and storage lets at
+ * most one of them land (docs/contract.md §9).
  */
 import { createHash } from 'node:crypto';
 import { LIMITS } from './limits';
@@ -48,7 +50,7 @@ export function keyRecordId(partnerId: string, key: string): string {
     .digest('hex');
 }
 
-/** What a today's draw row says about the request that wrote it. */
+/** What a draw row says about the request that wrote it. */
 export interface PriorDraw {
   readonly partnerId?: string;
   readonly idempotencyKey?: string;
@@ -62,53 +64,61 @@ export interface KeyedBatch {
   readonly partnerId: string;
 }
 
-export type RetryVerdict =
-  /** The same partner already landed this batch under this key today: answer 204 again, write nothing. */
-  | { readonly kind: 'replay'; readonly originalRequestId?: string }
-  /** The key already named a different batch of this partner today. */
-  | { readonly kind: 'reused' }
-  /** Nothing recorded under this key for this batch: evaluate it as any other. */
-  | { readonly kind: 'new' };
-
 /**
- * How long into a business day a keyed retry of the previous day's batch is still taken for one. A
- * batch committed just before midnight whose answer was lost is retried after it, as partners are
- * told to (backoff up to a minute; after a 500, later): it must not land a second time.
+ * The record of a partner's key (docs/contract.md §4.1): which batch took it, and the business day
+ * that batch is recorded under, whichever day its attempts arrive on.
  */
-export const PREVIOUS_DAY_RETRY_MS = 60 * 60 * 1000;
-
-/**
- * The business day whose rows a keyed request must also read: the previous one, during the first
- * PREVIOUS_DAY_RETRY_MS of a day; otherwise none. `dayOf` gives the business day of an instant.
- */
-export function previousDayInWindow(now: Date, today: string, dayOf: (at: Date) => string): string | undefined {
-  const windowStart = dayOf(new Date(now.getTime() - PREVIOUS_DAY_RETRY_MS));
-  return windowStart === today ? undefined : windowStart;
+export interface KeyRecord {
+  readonly partnerId: string;
+  readonly key: string;
+  readonly hash: string;
+  /** The business day the batch is recorded under: the day its key was taken. */
+  readonly day: string;
+  /** The batch's distinct loan numbers (decimal text), so that another batch can tell whether it can still land. */
+  readonly loanNumbers: readonly string[];
+  /** The request that took the key. */
+  readonly requestId: string;
+  readonly takenAt: Date;
 }
 
 /**
- * @param todayRows       today's draw rows for the batch's loans, by loan number
- * @param recordHash      the batch hash recorded under this partner's key today, if any
- * @param previousDayRows the previous day's rows for the batch's loans, in the first minutes of a day
+ * How long a key stays bound to its batch after it was taken: a fixed time, whatever side of
+ * midnight a retry lands on. Afterwards the key is free again, as if never used.
  */
-export function judgeRetry(
-  batch: KeyedBatch,
-  todayRows: Iterable<PriorDraw>,
-  recordHash: string | undefined,
-  previousDayRows: Iterable<PriorDraw> = [],
-): RetryVerdict {
-  const mine = (row: PriorDraw) => row.partnerId === batch.partnerId && row.idempotencyKey === batch.key;
-  let reused = recordHash !== undefined && recordHash !== batch.hash;
-  for (const row of todayRows) {
-    if (!mine(row)) continue;
-    if (row.batchHash === batch.hash) return { kind: 'replay', originalRequestId: row.requestId };
-    reused = true;
+export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+export type KeyVerdict =
+  /** No live record: the batch may take the key once the draw rules accept it. */
+  | { readonly kind: 'free' }
+  /** Taken by this very batch: its rows in the key's day decide, and a new attempt is recorded in that day. */
+  | { readonly kind: 'mine'; readonly day: string }
+  /** Taken by another batch: whether that batch landed, or can never land, decides (see settleHeld). */
+  | { readonly kind: 'held' };
+
+/** What a key's live record means for this batch; `now` decides whether it has expired. */
+export function judgeKey(batch: KeyedBatch, record: KeyRecord | undefined, now: Date): KeyVerdict {
+  if (record === undefined || now.getTime() - record.takenAt.getTime() >= KEY_LIFETIME_MS) return { kind: 'free' };
+  return record.hash === batch.hash ? { kind: 'mine', day: record.day } : { kind: 'held' };
+}
+
+/** The row, among these, that this batch recorded under its key (the rows land atomically: one proves all). */
+export function recordedRow(batch: KeyedBatch, rows: Iterable<PriorDraw>): PriorDraw | undefined {
+  for (const row of rows) {
+    if (row.partnerId === batch.partnerId && row.idempotencyKey === batch.key && row.batchHash === batch.hash) return row;
   }
-  // The previous day's rows can only prove a replay: on a new day the key is free for a new batch.
-  for (const row of previousDayRows) {
-    if (mine(row) && row.batchHash === batch.hash) return { kind: 'replay', originalRequestId: row.requestId };
-  }
-  return reused ? { kind: 'reused' } : { kind: 'new' };
+  return undefined;
+}
+
+/**
+ * Whether the batch that holds a key landed, can never land, or may still: judged from its day's
+ * rows of its loans. A row written by anything else on one of its loans makes its transaction fail
+ * whenever it arrives (one draw per loan per day, §4.2), so that batch can never be recorded.
+ */
+export function settleHeld(record: KeyRecord, rows: Iterable<PriorDraw>): 'recorded' | 'never' | 'unsettled' {
+  const holder: KeyedBatch = { key: record.key, hash: record.hash, partnerId: record.partnerId };
+  const all = [...rows];
+  if (recordedRow(holder, all) !== undefined) return 'recorded';
+  return all.length > 0 ? 'never' : 'unsettled';
 }
 
 export const KEY_REUSED: ElementError = { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyReused };

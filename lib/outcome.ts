@@ -7,9 +7,24 @@ import type { AuthFailure, UnauthorizedCode } from './auth';
 import type { ConfigError } from './config';
 import { accepted, badRequest, dependencyFailed, internalError, unauthorized, type ElementError } from './problem';
 import type { StorageFailure } from './store';
-import { MISCONFIGURED, type BatchRecord, type DataQualityDimension, type DataQualityIssue, type Outcome, type Telemetry } from './telemetry';
+import {
+  COMMIT_OUTCOME_UNKNOWN,
+  MISCONFIGURED,
+  type BatchRecord,
+  type DataQualityDimension,
+  type DataQualityIssue,
+  type Outcome,
+  type Telemetry,
+} from './telemetry';
 
 type Phase = 'auth' | 'read' | 'commit';
+
+/** `operation [code] [status n] [storage code]`: what on-call needs of a storage failure, never a message. */
+function describeFailure(failure: StorageFailure, withCode = true): string {
+  const status = failure.status === undefined ? '' : ` status ${failure.status}`;
+  const code = failure.storageCode === undefined ? '' : ` ${failure.storageCode}`;
+  return `${failure.operation}${withCode ? ` ${failure.code}` : ''}${status}${code}`;
+}
 
 export class InvocationOutcome {
   private readonly started = performance.now();
@@ -60,11 +75,20 @@ export class InvocationOutcome {
   }
 
   storageFailed(failure: StorageFailure): HttpResponseInit {
-    const status = failure.status === undefined ? '' : ` status ${failure.status}`;
-    const code = failure.storageCode === undefined ? '' : ` ${failure.storageCode}`;
-    this.context.error(`DrawRequest dependency failed: table storage ${failure.operation} ${failure.code}${status}${code}`);
-    this.finish('DependencyFailed', failure.code, `${failure.operation}${status}${code}`);
+    this.context.error(`DrawRequest dependency failed: table storage ${describeFailure(failure)}`);
+    this.finish('DependencyFailed', failure.code, describeFailure(failure, false));
     return dependencyFailed(this.requestId);
+  }
+
+  /**
+   * A commit storage may have applied: the partner is told the batch may have been recorded, and
+   * on-call counts these apart (reason CommitOutcomeUnknown), since each needs the partner's retry or a look.
+   */
+  outcomeUnknown(failure: StorageFailure): HttpResponseInit {
+    const detail = describeFailure(failure);
+    this.context.error(`DrawRequest outcome unknown: table storage ${detail}; the batch may have been recorded`);
+    this.finish('DependencyFailed', COMMIT_OUTCOME_UNKNOWN, detail);
+    return dependencyFailed(this.requestId, true);
   }
 
   rejected(errors: readonly ElementError[]): HttpResponseInit {
@@ -88,11 +112,6 @@ export class InvocationOutcome {
     );
     this.finish('Replayed', undefined, originalRequestId);
     return accepted(this.requestId, true);
-  }
-
-  /** The draws landed but the key's record did not: a key reused for other loans will not be caught. */
-  keyNotRecorded(failure: StorageFailure): void {
-    this.context.warn(`DrawRequest Idempotency-Key ${this.idempotencyKey} not recorded: table storage ${failure.operation} ${failure.code}`);
   }
 
   /** A defect: its type and stack go to the log, never to the caller. */

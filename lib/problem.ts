@@ -47,7 +47,7 @@ export const DETAILS = {
   alreadyToday: 'a draw request for this loan was already submitted today',
   duplicateInBatch: 'an earlier draw request in this batch names the same loan',
   idempotencyKeyForm: 'the Idempotency-Key header must be 1 to 128 visible ASCII characters',
-  idempotencyKeyReused: 'this Idempotency-Key was already used today for a different batch; send a new key with a new batch',
+  idempotencyKeyReused: 'this Idempotency-Key is bound to a different batch; send a new key with a new batch',
 } as const;
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -64,6 +64,13 @@ const GENERIC_DETAILS: Record<number, string> = {
   500: 'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.',
   502: 'A service this API depends on is unavailable; nothing was submitted. Retry later.',
 };
+
+/**
+ * The 502 of a commit that storage may have applied (docs/contract.md §2.1): the one answer that
+ * cannot say whether the batch was recorded, and says how to find out.
+ */
+export const OUTCOME_UNKNOWN_DETAIL =
+  'Storage failed while the batch was being recorded; it may or may not have been recorded. Resend the same batch with the same Idempotency-Key to learn which; without a key, do not resend it blindly.';
 
 function problem(
   status: number,
@@ -107,8 +114,9 @@ export function unauthorized(requestId: string, tokenSent: boolean): HttpRespons
   return problem(401, requestId, GENERIC_DETAILS[401], {}, { 'WWW-Authenticate': challenge });
 }
 
-export function dependencyFailed(requestId: string): HttpResponseInit {
-  return problem(502, requestId, GENERIC_DETAILS[502]);
+/** 502: nothing was recorded, or (`outcomeUnknown`) the batch may have been. */
+export function dependencyFailed(requestId: string, outcomeUnknown = false): HttpResponseInit {
+  return problem(502, requestId, outcomeUnknown ? OUTCOME_UNKNOWN_DETAIL : GENERIC_DETAILS[502]);
 }
 
 export function internalError(requestId: string): HttpResponseInit {

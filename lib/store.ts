@@ -9,7 +9,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TablesConfig } from './config';
 import type { Loan } from './drawRules';
-import { keyRecordId, type KeyedBatch, type PriorDraw } from './idempotency';
+import { keyRecordId, type KeyRecord, type PriorDraw } from './idempotency';
 
 export type StorageFailureCode =
   | 'ERR_STORAGE_UNREACHABLE' // network error: refused, reset, DNS
@@ -59,8 +59,23 @@ export interface CommitContext {
   readonly retry?: { readonly key: string; readonly hash: string };
 }
 
+/**
+ * A failed commit either surely wrote nothing, or may have been applied by storage (`outcomeUnknown`:
+ * no answer, a connection lost after the request left, a timeout, a 5xx other than 503).
+ */
 export type CommitResult =
-  { readonly ok: true } | { readonly ok: false; readonly conflictIndex: number } | { readonly ok: false; readonly failure: StorageFailure };
+  | { readonly ok: true }
+  | { readonly ok: false; readonly conflictIndex: number }
+  | { readonly ok: false; readonly failure: StorageFailure; readonly outcomeUnknown: boolean };
+
+/** A key record as read, with the ETag that a take-over must match. */
+export interface HeldKey {
+  readonly record: KeyRecord;
+  readonly etag: string;
+}
+
+/** `taken`: another request took the key first (or changed the record this take-over was based on). */
+export type TakeResult = { readonly ok: true } | { readonly ok: false; readonly taken: true } | { readonly ok: false; readonly failure: StorageFailure };
 
 /**
  * Time bounds: a dead or slow storage account answers 502 within seconds, not minutes, and the calls
@@ -102,6 +117,7 @@ export function storageAgent(accountUrl: string): HttpAgent {
 /** The columns each point read asks for ($select): only what the rules and the retry check use. */
 export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
 export const DRAW_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'];
+export const KEY_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'Day', 'LoanNumbers', 'RequestId', 'TakenAt'];
 
 export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
 
@@ -194,6 +210,30 @@ function classify(error: unknown, operation: string): StorageFailure {
   return { code: 'ERR_STORAGE_FAILED', operation, storageCode: name };
 }
 
+/** Network errors that mean the connection was never made, so the request never left. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether a write that failed this way may still have been applied by storage: yes unless the
+ * request never left (no connection, no credential, no table) or storage refused it with a status that
+ * means it was not carried out (4xx, or 503 ServerBusy). Azure Storage documents a 500 (OperationTimedOut,
+ * InternalError) as "may or may not have succeeded"; a lost connection or a timeout tells nothing.
+ */
+export function mayHaveApplied(failure: StorageFailure): boolean {
+  switch (failure.code) {
+    case 'ERR_STORAGE_CREDENTIAL':
+    case 'ERR_STORAGE_TABLE_MISSING':
+      return false;
+    case 'ERR_STORAGE_UNREACHABLE':
+      return !NEVER_SENT.has(failure.storageCode ?? '');
+    case 'ERR_STORAGE_REJECTED':
+      return failure.status === undefined || (failure.status >= 500 && failure.status !== 503);
+    case 'ERR_STORAGE_TIMEOUT':
+    case 'ERR_STORAGE_FAILED':
+      return true;
+  }
+}
+
 function asString(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
@@ -202,6 +242,30 @@ function asString(value: unknown): string | undefined {
 function asNumber(value: unknown): number | undefined {
   if (typeof value === 'bigint') return Number(value);
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/** A DateTime column: the SDK gives a Date, or the text when type conversion is off. */
+function asDate(value: unknown): Date | undefined {
+  const date = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined;
+  return date !== undefined && Number.isFinite(date.getTime()) ? date : undefined;
+}
+
+/** A key record as stored; undefined when a column is missing or malformed (then it binds nothing). */
+function keyRecord(row: Record<string, unknown>): KeyRecord | undefined {
+  const [partnerId, key, hash, day, loans, requestId] = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'Day', 'LoanNumbers', 'RequestId'].map((c) =>
+    asString(row[c]),
+  );
+  const takenAt = asDate(row.TakenAt);
+  if ([partnerId, key, hash, day, loans, requestId].includes(undefined) || takenAt === undefined) return undefined;
+  return {
+    partnerId: partnerId as string,
+    key: key as string,
+    hash: hash as string,
+    day: day as string,
+    loanNumbers: (loans as string).split(','),
+    requestId: requestId as string,
+    takenAt,
+  };
 }
 
 /** What a draw row says about the request that wrote it. */
@@ -284,8 +348,8 @@ export class TableStore {
   }
 
   /**
-   * One day's draw rows for these loans, by loan number: the previous business day's, read only for
-   * a keyed batch in the first minutes of a new day (a retry across midnight, lib/idempotency.ts).
+   * One day's draw rows for these loans, by loan number: the rows of the day a keyed batch's key was
+   * taken, when that is not today, or of the loans of the batch that holds a key (lib/idempotency.ts).
    */
   async readDraws(day: string, loanNumbers: readonly string[]): Promise<StoreResult<ReadonlyMap<string, PriorDraw>>> {
     const unique = [...new Set(loanNumbers)];
@@ -318,38 +382,59 @@ export class TableStore {
         const index = /^(\d+):/.exec(error.message)?.[1];
         if (index !== undefined && Number(index) < rows.length) return { ok: false, conflictIndex: rows[Number(index)].batchIndex };
       }
-      return { ok: false, failure: classify(error, 'commitDraws') };
+      const failure = classify(error, 'commitDraws');
+      return { ok: false, failure, outcomeUnknown: mayHaveApplied(failure) };
     }
   }
 
-  /** The batch hash recorded today under this partner's Idempotency-Key, if any. */
-  async readKeyRecord(day: string, partnerId: string, key: string): Promise<StoreResult<string | undefined>> {
+  /** The record of this partner's Idempotency-Key, with its ETag; undefined when none (or an unreadable one) exists. */
+  async readKeyRecord(partnerId: string, key: string): Promise<StoreResult<HeldKey | undefined>> {
     return this.guard('readKeyRecord', this.timeouts.readMs, async (signal) => {
-      const row = await this.pointRead(signal, this.keys, day, keyRecordId(partnerId, key), ['BatchHash']);
-      return row === undefined ? undefined : asString(row.BatchHash);
+      const row = await this.pointRead(signal, this.keys, keyRecordId(partnerId, key), '', KEY_COLUMNS);
+      const record = row === undefined ? undefined : keyRecord(row);
+      return record === undefined || row?.etag === undefined ? undefined : { record, etag: row.etag };
     });
   }
 
   /**
-   * Records which batch a partner's key named today, alongside the commit. An existing record is
-   * left as it is: the draw rows, written atomically, are what decide a retry.
+   * Takes a key for a batch: an insert, or, over a record that no longer binds (expired, or its batch
+   * can never land), a replace that matches the ETag it was judged on. Either way one request wins;
+   * the others learn it as `taken`. Retried like a read: a retry after a lost answer finds the record
+   * it wrote and reports `taken`, and the caller's re-read then finds its own batch.
    */
-  async recordKey(day: string, batch: KeyedBatch, requestId: string): Promise<StoreResult<void>> {
-    return this.guard('recordKey', this.timeouts.commitMs, async (signal) => {
-      const entity = {
-        partitionKey: day,
-        rowKey: keyRecordId(batch.partnerId, batch.key),
-        PartnerId: batch.partnerId,
-        IdempotencyKey: batch.key,
-        BatchHash: batch.hash,
-        RequestId: requestId,
-      };
+  async takeKey(record: KeyRecord, over?: string): Promise<TakeResult> {
+    const entity = {
+      partitionKey: keyRecordId(record.partnerId, record.key),
+      rowKey: '',
+      PartnerId: record.partnerId,
+      IdempotencyKey: record.key,
+      BatchHash: record.hash,
+      Day: record.day,
+      LoanNumbers: record.loanNumbers.join(','),
+      RequestId: record.requestId,
+      TakenAt: { value: record.takenAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
+    };
+    const result = await this.guard('takeKey', this.timeouts.commitMs, async (signal) => {
       try {
+        if (over !== undefined) {
+          try {
+            await this.keys.updateEntity(entity, 'Replace', { ...this.attempt(signal), etag: over });
+            return true;
+          } catch (error) {
+            // 404: removed meanwhile (housekeeping of expired records): insert it instead.
+            if (!(error instanceof RestError && error.statusCode === 404)) throw error;
+          }
+        }
         await this.keys.createEntity(entity, this.attempt(signal));
+        return true;
       } catch (error) {
-        if (!(error instanceof RestError && error.statusCode === 409)) throw error;
+        // 409: inserted meanwhile; 412: replaced meanwhile.
+        if (error instanceof RestError && (error.statusCode === 409 || error.statusCode === 412)) return false;
+        throw error;
       }
     });
+    if (!result.ok) return result;
+    return result.value ? { ok: true } : { ok: false, taken: true };
   }
 
   private drawEntity(row: DrawRow, context: CommitContext): TableEntity {

@@ -25,10 +25,11 @@ export interface BatchRecord {
   readonly idempotencyKey?: string;
   /**
    * Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …, the error's name for a defect,
-   * MISCONFIGURED for an instance with invalid settings): the reason the caller is not told.
+   * MISCONFIGURED for an instance with invalid settings, COMMIT_OUTCOME_UNKNOWN for a commit storage may
+   * have applied): the reason the caller is not told.
    */
   readonly reason?: string;
-  /** The failing claim or storage operation; for a replay the request id that landed the batch; for MISCONFIGURED the settings' problems. */
+  /** The failing claim or storage operation; for a replay the request id that landed the batch; for MISCONFIGURED the settings' problems; for COMMIT_OUTCOME_UNKNOWN the operation, code and status. */
   readonly reasonDetail?: string;
   readonly errors: readonly ElementError[];
   /** Milliseconds per phase. */
@@ -37,6 +38,8 @@ export interface BatchRecord {
 
 /** The reason of every 500 from an instance whose settings are invalid (docs/runbook.md). */
 export const MISCONFIGURED = 'Misconfigured';
+/** The reason of a 502 whose commit storage may have applied: the batch may have been recorded (docs/contract.md §2.1). */
+export const COMMIT_OUTCOME_UNKNOWN = 'CommitOutcomeUnknown';
 
 export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
 

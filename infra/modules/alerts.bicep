@@ -2,6 +2,8 @@
 // - 500 rate and 502 rate, separately: the share of invocations whose DrawRequestBatch event has
 //   outcome Failed (a defect) or DependencyFailed (Table Storage or the identity provider);
 // - a spike of 401s for presented tokens (outcome Unauthorized, any reason but ERR_AUTH_MISSING);
+// - any commit whose outcome is unknown (reason CommitOutcomeUnknown): a batch may have been recorded
+//   though its partner got a 502; each one is looked at (docs/runbook.md, Commit outcome unknown);
 // - availability: a standard web test POSTs to /DrawRequest without a token from several regions and
 //   expects 401, which proves the host is up, routes the request and runs authentication.
 // Invocations without a token (the probe itself, scanners) are left out of the rates and the spike.
@@ -145,6 +147,43 @@ resource unauthorizedSpike 'Microsoft.Insights/scheduledQueryRules@2023-12-01' =
           metricMeasureColumn: 'unauthorized'
           operator: 'GreaterThan'
           threshold: unauthorizedSpikeCount
+          failingPeriods: {
+            numberOfEvaluationPeriods: 1
+            minFailingPeriodsToAlert: 1
+          }
+        }
+      ]
+    }
+    autoMitigate: true
+    actions: {
+      actionGroups: actionGroups
+    }
+  }
+}
+
+resource outcomeUnknown 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
+  name: '${namePrefix}-commit-outcome-unknown'
+  location: location
+  tags: tags
+  kind: 'LogAlert'
+  properties: {
+    displayName: 'Draw Request Service: commit outcome unknown (reason CommitOutcomeUnknown)'
+    description: 'A commit failed in a way that storage may still have applied: the partner got a 502 saying the batch may have been recorded. Check DrawRequests for its loans and whether a keyed retry settled it. Runbook: Commit outcome unknown. Workbook: ${workbookUrl}'
+    severity: 2
+    enabled: enabled
+    scopes: [
+      appInsightsId
+    ]
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    criteria: {
+      allOf: [
+        {
+          query: '${invocations} | where reason == "CommitOutcomeUnknown" | summarize outcomeUnknown = count()'
+          timeAggregation: 'Total'
+          metricMeasureColumn: 'outcomeUnknown'
+          operator: 'GreaterThan'
+          threshold: 0
           failingPeriods: {
             numberOfEvaluationPeriods: 1
             minFailingPeriodsToAlert: 1

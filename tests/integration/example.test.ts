@@ -174,7 +174,7 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     expect(result).toMatchObject({ outcome: 'rejected', exitCode: 1, status: 400 });
     expect(result.requestErrors.map((e) => e.error)).toEqual(['Invalid Request']);
     expect(result.elements.map((e) => e.result)).toEqual(['not submitted']);
-    expect(report).toMatch(/^Request error: Invalid Request: this Idempotency-Key was already used today for a different batch/m);
+    expect(report).toMatch(/^Request error: Invalid Request: this Idempotency-Key is bound to a different batch/m);
   });
 
   test('the CLI as a process: exit 0 and the table on a replay, exit 1 on a rejection, exit 2 without a token endpoint', async () => {

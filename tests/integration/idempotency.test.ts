@@ -3,10 +3,11 @@
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
 import { TableClient } from '@azure/data-tables';
-import { PREVIOUS_DAY_RETRY_MS, batchHash, keyRecordId } from '../../lib/idempotency';
+import { KEY_LIFETIME_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
-import { expectGenericProblem, expectProblem400 } from '../support/problems';
+import { expectGenericProblem, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
+import { startChaosProxy } from '../support/chaosProxy';
 import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
 
 let h: Harness;
@@ -57,8 +58,16 @@ describe('a keyed batch', () => {
     const rows = await h.drawsFor(a, b);
     expect(rows).toHaveLength(2);
     for (const row of rows) expect(row).toMatchObject({ IdempotencyKey: key, BatchHash: hash, RequestId: reply.headers['x-request-id'] });
-    const record = await keyRecords().getEntity(todayUtc(), keyRecordId(PARTNER, key));
-    expect(record).toMatchObject({ PartnerId: PARTNER, IdempotencyKey: key, BatchHash: hash, RequestId: reply.headers['x-request-id'] });
+    const record = await keyRecords().getEntity(keyRecordId(PARTNER, key), '');
+    expect(record).toMatchObject({
+      PartnerId: PARTNER,
+      IdempotencyKey: key,
+      BatchHash: hash,
+      Day: todayUtc(),
+      LoanNumbers: `${a},${b}`,
+      RequestId: reply.headers['x-request-id'],
+    });
+    expect(Date.now() - new Date(record.TakenAt as string).getTime()).toBeLessThan(60_000);
   });
 
   test('rows of an unkeyed batch carry no key or hash', async () => {
@@ -120,15 +129,16 @@ describe('a retry with the same key and the same batch', () => {
     expect(reply.body.errors).toEqual([expect.objectContaining({ index: 0, code: 'PendingTransactionRequest' })]);
   });
 
-  test('the next business day, the same key and batch are a new submission', async () => {
+  test(`a key is bound for ${KEY_LIFETIME_MS / 3_600_000} hours from when it was taken, then the same batch is a new submission`, async () => {
     let clock = new Date('2031-03-10T12:00:00Z');
     h.rebuild({ now: () => clock });
     try {
       const loan = await h.loan();
       const key = newKey();
       expectAccepted(await h.post([draw(loan)], keyed(key)));
+      clock = new Date(Date.parse('2031-03-10T12:00:00Z') + KEY_LIFETIME_MS - 1_000);
       expectReplay(await h.post([draw(loan)], keyed(key)));
-      clock = new Date('2031-03-11T12:00:00Z');
+      clock = new Date(Date.parse('2031-03-10T12:00:00Z') + KEY_LIFETIME_MS);
       expectAccepted(await h.post([draw(loan)], keyed(key)));
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-03-10', '2031-03-11']);
     } finally {
@@ -149,40 +159,57 @@ describe('a retry across midnight', () => {
     }
   }
 
-  test('a batch landed at 23:59:58 whose answer was lost is replayed at 00:00:30, and not recorded on the new day', () =>
+  test('a batch landed at 23:59:58 whose answer was lost is replayed at 00:00:30 and late the next evening, and recorded once', () =>
     withClock('2031-04-01T23:59:58Z', 'UTC', async (setClock) => {
       const [a, b] = [await h.loan(), await h.loan()];
       const key = newKey();
       const first = await h.post([draw(a, 10), draw(b, 20)], keyed(key));
       expectAccepted(first);
-      setClock('2031-04-02T00:00:30Z');
-      const retry = await h.post([draw(a, 10), draw(b, 20)], keyed(key));
-      expectReplay(retry);
-      expect(h.recordOf(retry)).toMatchObject({ outcome: 'Replayed', reasonDetail: first.headers['x-request-id'] });
+      for (const at of ['2031-04-02T00:00:30Z', '2031-04-02T23:59:00Z']) {
+        setClock(at);
+        const retry = await h.post([draw(a, 10), draw(b, 20)], keyed(key));
+        expectReplay(retry);
+        expect(h.recordOf(retry)).toMatchObject({ outcome: 'Replayed', reasonDetail: first.headers['x-request-id'] });
+      }
       expect((await h.drawsFor(a, b)).map((r) => r.partitionKey)).toEqual(['2031-04-01', '2031-04-01']);
     }));
 
-  test(`still within ${PREVIOUS_DAY_RETRY_MS / 60_000} minutes of the new day it is a replay; after that the key and batch are a new submission`, () =>
-    withClock('2031-04-03T23:59:59Z', 'UTC', async (setClock) => {
-      const loan = await h.loan();
-      const key = newKey();
-      expectAccepted(await h.post([draw(loan)], keyed(key)));
-      setClock(new Date(Date.parse('2031-04-04T00:00:00Z') + PREVIOUS_DAY_RETRY_MS - 1_000).toISOString());
-      expectReplay(await h.post([draw(loan)], keyed(key)));
-      setClock(new Date(Date.parse('2031-04-04T00:00:00Z') + PREVIOUS_DAY_RETRY_MS).toISOString());
-      expectAccepted(await h.post([draw(loan)], keyed(key)));
-      expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-04-03', '2031-04-04']);
-    }));
-
-  test("on the new day the key is free for a different batch: yesterday's batch under it does not make it reused", () =>
+  test('on the new day the key is still bound to its batch: a different batch under it is refused', () =>
     withClock('2031-04-05T23:59:50Z', 'UTC', async (setClock) => {
       const [a, b] = [await h.loan(), await h.loan()];
       const key = newKey();
       expectAccepted(await h.post([draw(a, 10)], keyed(key)));
       setClock('2031-04-06T00:00:10Z');
-      expectAccepted(await h.post([draw(a, 11), draw(b, 12)], keyed(key)));
-      expect((await h.drawsFor(a, b)).map((r) => `${r.partitionKey}/${r.rowKey}`).sort()).toEqual([`2031-04-05/${a}`, `2031-04-06/${a}`, `2031-04-06/${b}`]);
+      expectKeyReused(await h.post([draw(a, 11), draw(b, 12)], keyed(key)));
+      expect((await h.drawsFor(a, b)).map((r) => `${r.partitionKey}/${r.rowKey}`)).toEqual([`2031-04-05/${a}`]);
     }));
+
+  test('a slow commit sent at 23:59:58 and its retry at 00:00:01, while the first is in flight: both 204, one batch, under the first day', async () => {
+    const proxy = await startChaosProxy(h.azurite.port);
+    let commits = 0;
+    // The first transaction reaches storage late, inside the commit bound; everything else passes.
+    proxy.decide = (kind) => (kind === 'commit' && ++commits === 1 ? { kind: 'delay', ms: 1_500 } : { kind: 'pass' });
+    let clock = new Date('2031-04-09T23:59:58Z');
+    h.rebuild({ now: () => clock, timeouts: { attemptMs: 2_000, readMs: 4_000, commitMs: 4_000 } }, h.settingsVia(proxy.port));
+    try {
+      const [a, b] = [await h.loan(), await h.loan()];
+      const key = newKey();
+      const first = h.post([draw(a, 10), draw(b, 20)], keyed(key));
+      while (commits === 0) await new Promise((r) => setTimeout(r, 10));
+      clock = new Date('2031-04-10T00:00:01Z'); // the partner's client gave up and retries
+      const retry = await h.post([draw(a, 10), draw(b, 20)], keyed(key));
+      const answers = [await first, retry];
+      expect(answers.map((r) => r.status)).toEqual([204, 204]);
+      expect(answers.filter((r) => r.headers['idempotent-replay'] === 'true')).toHaveLength(1);
+      const rows = await h.drawsFor(a, b);
+      expect(rows.map((r) => r.partitionKey)).toEqual(['2031-04-09', '2031-04-09']);
+      expect(new Set(rows.map((r) => r.RequestId)).size).toBe(1);
+    } finally {
+      await proxy.idle();
+      await proxy.close();
+      h.rebuild();
+    }
+  });
 
   test("midnight is the business day's, not UTC's: in America/New_York a batch of 23:59:58 EST is replayed at 00:00:30", () =>
     withClock('2031-11-20T04:59:58Z', 'America/New_York', async (setClock) => {
@@ -332,13 +359,14 @@ describe('the retry the header exists for: a commit that landed but whose answer
     h.rebuild();
   });
 
-  test('the first answer is 502 though the rows landed; the keyed retry is 204 replayed, with one set of rows', async () => {
+  test('the first answer is 502 saying the batch may have been recorded; the keyed retry is 204 replayed, with one set of rows', async () => {
     h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, h.settingsVia(proxy.port));
     const [a, b] = [await h.loan(), await h.loan()];
     const key = newKey();
     proxy.mode = 'loseCommitAnswer';
     const first = await h.post([draw(a), draw(b)], keyed(key));
-    expectGenericProblem(first, 502);
+    expectOutcomeUnknown(first);
+    expect(h.recordOf(first)).toMatchObject({ outcome: 'DependencyFailed', reason: 'CommitOutcomeUnknown', reasonDetail: 'commitDraws ERR_STORAGE_TIMEOUT' });
     expect(await h.drawsFor(a, b)).toHaveLength(2); // it landed
 
     proxy.mode = 'pass';
@@ -349,15 +377,84 @@ describe('the retry the header exists for: a commit that landed but whose answer
     expect(unkeyed.body.errors.map((e: { code: string }) => e.code)).toEqual(['PendingTransactionRequest', 'PendingTransactionRequest']);
   });
 
-  test('a keyed batch that failed with 502 before landing is accepted (not replayed) on retry', async () => {
+  test('a keyed batch whose commit storage never answered (outcome unknown, nothing landed) is accepted, not replayed, on retry', async () => {
     h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, h.settingsVia(proxy.port));
     const loan = await h.loan();
     const key = newKey();
     proxy.mode = 'holdCommit';
-    expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502);
+    expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)));
     expect(await h.drawsFor(loan)).toHaveLength(0);
     proxy.mode = 'pass';
     expectAccepted(await h.post([draw(loan)], keyed(key)));
     expect(await h.drawsFor(loan)).toHaveLength(1);
+  });
+
+  test('a commit storage refused (503) says nothing was submitted; the key stays bound to that batch, which its retry records', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    const chaos = await startChaosProxy(h.azurite.port);
+    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
+    h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, h.settingsVia(chaos.port));
+    try {
+      expectGenericProblem(await h.post([draw(a)], keyed(key)), 502);
+      expect(await h.drawsFor(a)).toHaveLength(0);
+      chaos.decide = () => ({ kind: 'pass' });
+      expectKeyReused(await h.post([draw(b)], keyed(key)));
+      expectAccepted(await h.post([draw(a)], keyed(key)));
+      expect((await h.drawsFor(a, b)).map((r) => Number(r.rowKey))).toEqual([a]);
+    } finally {
+      await chaos.close();
+    }
+  });
+});
+
+describe('a keyed batch that lost a race at the commit', () => {
+  /** Another client draws `loan` between this request's reads and its commit. */
+  async function losingRace(loan: number, work: () => Promise<void>): Promise<void> {
+    const store = h.deps.store;
+    const realRead = store.readBatchState.bind(store);
+    store.readBatchState = async (day, loanNumbers) => {
+      const state = await realRead(day, loanNumbers);
+      store.readBatchState = realRead;
+      await h.table('draws').createEntity({ partitionKey: day, rowKey: String(loan), RequestId: 'competitor', PartnerId: PARTNER });
+      return state;
+    };
+    try {
+      await work();
+    } finally {
+      store.readBatchState = realRead;
+    }
+  }
+
+  test('is 400 Pending Transaction Request; the same batch under the key is refused again; the corrected batch is recorded under it', async () => {
+    const [a, b] = [await h.loan(), await h.loan()];
+    const key = newKey();
+    await losingRace(b, async () => {
+      const lost = await h.post([draw(a), draw(b)], keyed(key));
+      expectProblem400(lost);
+      expect(lost.body.errors).toEqual([expect.objectContaining({ index: 1, loanNumber: b, code: 'PendingTransactionRequest' })]);
+    });
+    const again = await h.post([draw(a), draw(b)], keyed(key));
+    expect(again.body.errors).toEqual([expect.objectContaining({ index: 1, loanNumber: b, code: 'PendingTransactionRequest' })]);
+    const corrected = await h.post([draw(a)], keyed(key));
+    expectAccepted(corrected);
+    expectReplay(await h.post([draw(a)], keyed(key)));
+    const rows = await h.drawsFor(a, b);
+    expect(rows.map((r) => `${r.rowKey} ${String(r.RequestId)}`).sort()).toEqual([`${a} ${corrected.headers['x-request-id']}`, `${b} competitor`].sort());
+  });
+});
+
+describe('two different batches under one key', () => {
+  test('on disjoint loans at the same instant: exactly one lands, the other is refused as a reused key', async () => {
+    for (let round = 0; round < 5; round++) {
+      const [a, b] = [await h.loan(), await h.loan()];
+      const key = newKey();
+      const replies = await Promise.all([h.post([draw(a)], keyed(key)), h.post([draw(b)], keyed(key))]);
+      expect(replies.map((r) => r.status).sort()).toEqual([204, 400]);
+      expectKeyReused(replies.find((r) => r.status === 400) as Reply);
+      const rows = await h.drawsFor(a, b);
+      expect(rows).toHaveLength(1);
+      expect(rows[0].RequestId).toBe(replies.find((r) => r.status === 204)?.headers['x-request-id']);
+    }
   });
 });

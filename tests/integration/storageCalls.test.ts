@@ -1,7 +1,7 @@
 /**
  * Storage round trips per request (docs/contract.md §4), counted at a proxy in front of a real Azurite:
- * one parallel round of point reads, then one transaction, whatever the batch size; no partner
- * read once the partner is cached; never a call per element in sequence.
+ * one parallel round of point reads, then (with a new Idempotency-Key) one insert, then one transaction,
+ * whatever the batch size; no partner read once the partner is cached; never a call per element in sequence.
  */
 import { Harness, draw } from '../support/harness';
 import type { FaultProxy } from '../support/storageProxies';
@@ -16,12 +16,12 @@ beforeAll(async () => {
 afterAll(() => h.stop());
 
 /** Posts a batch of fresh loans through the proxy and returns what storage saw. */
-async function callsFor(size: number, expectedReads: number) {
+async function callsFor(size: number, expectedReads: number, key?: string) {
   const loans = await Promise.all(Array.from({ length: size }, () => h.loan()));
   proxy.gate = expectedReads; // answers wait until every read of one parallel round has arrived
   proxy.arrivals.length = 0;
   proxy.maxInFlight = 0;
-  const reply = await h.post(loans.map((l) => draw(l)));
+  const reply = await h.post(loans.map((l) => draw(l)), key === undefined ? {} : { headers: { 'Idempotency-Key': key } });
   expect(reply.status).toBe(204);
   const reads = proxy.arrivals.filter((a) => a.kind === 'read');
   const commits = proxy.arrivals.filter((a) => a.kind === 'commit');
@@ -45,6 +45,18 @@ test.each([1, 10, 100])('batch of %i with a warm partner cache: 2 reads per loan
   expect(commits).toHaveLength(1);
   expect(commits[0].answeredBefore - reads[0].answeredBefore).toBe(2 * size); // the commit came after every read
   expect(other).toBe(0);
+});
+
+test('a keyed batch of 10: its key record read in the same round, then the key taken, then one transaction', async () => {
+  const size = 10;
+  const { reads, commits, other, maxInFlight } = await callsFor(size, 2 * size + 1, `calls-${process.pid}`);
+  const takes = proxy.arrivals.filter((a) => a.kind === 'other');
+  expect(reads).toHaveLength(2 * size + 1); // loans, today's draw rows, the key's record
+  expect(maxInFlight).toBe(2 * size + 1);
+  expect(other).toBe(1); // the insert that takes the key
+  expect(takes[0].answeredBefore - reads[0].answeredBefore).toBe(2 * size + 1); // after every read
+  expect(commits).toHaveLength(1);
+  expect(commits[0].answeredBefore - reads[0].answeredBefore).toBe(2 * size + 2); // after the take
 });
 
 test('connections to storage are bounded, kept and shared by every table: concurrent batches of 100 again open none', async () => {

@@ -1,4 +1,5 @@
 /** What every client can rely on in an error response (docs/contract.md §2.1, §2.4). */
+import { OUTCOME_UNKNOWN_DETAIL } from '../../lib/problem';
 import type { Reply } from './harness';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -20,6 +21,18 @@ export function expectGenericProblem(reply: Reply, status: 401 | 500 | 502): voi
   expectProblemHeaders(reply, status);
   expect(reply.body).toEqual({ type: 'about:blank', status, ...GENERIC[status], requestId: reply.headers['x-request-id'] });
   expect(reply.text).not.toMatch(/RestError|ECONNREFUSED|devstoreaccount1|AccountKey|at .+\.[jt]s:\d+/);
+}
+
+/** 502 for a commit storage may have applied: says the batch may have been recorded, and how to learn which. */
+export function expectOutcomeUnknown(reply: Reply): void {
+  expectProblemHeaders(reply, 502);
+  expect(reply.body).toEqual({
+    type: 'about:blank',
+    status: 502,
+    title: 'Bad Gateway',
+    detail: OUTCOME_UNKNOWN_DETAIL,
+    requestId: reply.headers['x-request-id'],
+  });
 }
 
 /** 400: the problem members; `errors` is for the caller to check. */

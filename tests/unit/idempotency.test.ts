@@ -1,15 +1,17 @@
 import fc from 'fast-check';
 import {
-  PREVIOUS_DAY_RETRY_MS,
+  KEY_LIFETIME_MS,
   batchHash,
-  judgeRetry,
+  judgeKey,
   keyRecordId,
-  previousDayInWindow,
   readIdempotencyKey,
+  recordedRow,
+  settleHeld,
+  type KeyRecord,
+  type KeyVerdict,
   type KeyedBatch,
   type PriorDraw,
 } from '../../lib/idempotency';
-import { drawDay } from '../../lib/store';
 import { DETAILS } from '../../lib/problem';
 
 const headers = (value?: string) => ({ get: (name: string) => (name.toLowerCase() === 'idempotency-key' && value !== undefined ? value : null) });
@@ -93,71 +95,76 @@ describe('keyRecordId', () => {
   });
 });
 
-describe('judgeRetry', () => {
+describe('judgeKey', () => {
   const batch: KeyedBatch = { key: 'K', hash: 'H', partnerId: 'P' };
-  const row = (over: Partial<PriorDraw> = {}): PriorDraw => ({ partnerId: 'P', idempotencyKey: 'K', batchHash: 'H', requestId: 'r1', ...over });
+  const takenAt = new Date('2031-04-01T23:59:58Z');
+  const record = (over: Partial<KeyRecord> = {}): KeyRecord => ({
+    partnerId: 'P',
+    key: 'K',
+    hash: 'H',
+    day: '2031-04-01',
+    loanNumbers: ['1001'],
+    requestId: 'r1',
+    takenAt,
+    ...over,
+  });
+  const at = (ms: number) => new Date(takenAt.getTime() + ms);
 
-  test.each<[string, PriorDraw[], string | undefined, ReturnType<typeof judgeRetry>]>([
-    ['nothing today', [], undefined, { kind: 'new' }],
-    [
-      'rows of other submissions only',
-      [row({ idempotencyKey: undefined, batchHash: undefined }), row({ idempotencyKey: 'other' })],
-      undefined,
-      { kind: 'new' },
-    ],
-    ['a row of this partner, key and batch', [row()], undefined, { kind: 'replay', originalRequestId: 'r1' }],
-    [
-      'one matching row among others (the batch landed atomically)',
-      [row({ idempotencyKey: undefined }), row({ requestId: 'r9' })],
-      'H',
-      { kind: 'replay', originalRequestId: 'r9' },
-    ],
-    ['the record names this batch but no row landed', [], 'H', { kind: 'new' }],
-    ['the record names another batch', [], 'other', { kind: 'reused' }],
-    ['a row under this key with another batch', [row({ batchHash: 'other' })], undefined, { kind: 'reused' }],
-    ["another partner's row under the same key and hash", [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
-    ["another partner's row under the same key, and our record names this batch", [row({ partnerId: 'Q', batchHash: 'x' })], 'H', { kind: 'new' }],
-  ])('%s', (_name, rows, recordHash, verdict) => {
-    expect(judgeRetry(batch, rows, recordHash)).toEqual(verdict);
+  test.each<[string, KeyRecord | undefined, Date, KeyVerdict]>([
+    ['no record: free', undefined, at(0), { kind: 'free' }],
+    ['taken by this batch: its day, whatever day it is now', record(), at(3_000), { kind: 'mine', day: '2031-04-01' }],
+    ['taken by this batch a moment before the lifetime ends', record(), at(KEY_LIFETIME_MS - 1), { kind: 'mine', day: '2031-04-01' }],
+    ['taken by this batch, lifetime over: free', record(), at(KEY_LIFETIME_MS), { kind: 'free' }],
+    ['taken by another batch', record({ hash: 'other' }), at(1), { kind: 'held' }],
+    ['taken by another batch, lifetime over: free', record({ hash: 'other' }), at(KEY_LIFETIME_MS + 1), { kind: 'free' }],
+    ['a clock behind the taker (another instance): still bound', record({ hash: 'other' }), at(-5_000), { kind: 'held' }],
+  ])('%s', (_name, held, now, verdict) => {
+    expect(judgeKey(batch, held, now)).toEqual(verdict);
   });
 
-  test.each<[string, PriorDraw[], PriorDraw[], string | undefined, ReturnType<typeof judgeRetry>]>([
-    ["the previous day's row of this partner, key and batch", [], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 'y1' }],
-    ["the previous day's row under this key with another batch: the key is free today", [], [row({ batchHash: 'other' })], undefined, { kind: 'new' }],
-    ["another partner's row of the previous day", [], [row({ partnerId: 'Q' })], undefined, { kind: 'new' }],
-    [
-      'today reused, but the previous day holds this very batch: it landed, so a replay',
-      [row({ batchHash: 'other' })],
-      [row({ requestId: 'y1' })],
-      undefined,
-      { kind: 'replay', originalRequestId: 'y1' },
-    ],
-    ["today's match is answered first", [row({ requestId: 't1' })], [row({ requestId: 'y1' })], undefined, { kind: 'replay', originalRequestId: 't1' }],
-    ["today's record of another batch, nothing landed", [], [row({ batchHash: 'other' })], 'other', { kind: 'reused' }],
-  ])('%s', (_name, today, previousDay, recordHash, verdict) => {
-    expect(judgeRetry(batch, today, recordHash, previousDay)).toEqual(verdict);
+  test('the lifetime is the same on every side of midnight: only the time since the take counts', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 2 * KEY_LIFETIME_MS }), (start, elapsed) => {
+        const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
+        const verdict = judgeKey(batch, record({ takenAt: taken }), new Date(taken.getTime() + elapsed));
+        expect(verdict.kind).toBe(elapsed < KEY_LIFETIME_MS ? 'mine' : 'free');
+      }),
+    );
   });
 });
 
-describe('previousDayInWindow', () => {
-  const dayIn = (zone: string) => (at: Date) => drawDay(at, zone);
-  const window = (iso: string, zone = 'UTC') => previousDayInWindow(new Date(iso), drawDay(new Date(iso), zone), dayIn(zone));
+describe('recordedRow', () => {
+  const batch: KeyedBatch = { key: 'K', hash: 'H', partnerId: 'P' };
+  const row = (over: Partial<PriorDraw> = {}): PriorDraw => ({ partnerId: 'P', idempotencyKey: 'K', batchHash: 'H', requestId: 'r1', ...over });
 
-  test('names the previous day during the first minutes of a day, and nothing after', () => {
-    expect(window('2031-04-02T00:00:00Z')).toBe('2031-04-01');
-    expect(window(new Date(Date.parse('2031-04-02T00:00:00Z') + PREVIOUS_DAY_RETRY_MS - 1).toISOString())).toBe('2031-04-01');
-    expect(window(new Date(Date.parse('2031-04-02T00:00:00Z') + PREVIOUS_DAY_RETRY_MS).toISOString())).toBeUndefined();
-    expect(window('2031-04-01T23:59:59.999Z')).toBeUndefined();
-    expect(window('2031-04-01T12:00:00Z')).toBeUndefined();
+  test.each<[string, PriorDraw[], PriorDraw | undefined]>([
+    ['no rows', [], undefined],
+    ['rows of unkeyed submissions', [row({ idempotencyKey: undefined, batchHash: undefined })], undefined],
+    ['a row of this partner, key and batch', [row()], row()],
+    ['one matching row among others (the batch landed atomically)', [row({ idempotencyKey: 'other' }), row({ requestId: 'r9' })], row({ requestId: 'r9' })],
+    ['this key with another batch', [row({ batchHash: 'other' })], undefined],
+    ["another partner's row under the same key and hash", [row({ partnerId: 'Q' })], undefined],
+  ])('%s', (_name, rows, found) => {
+    expect(recordedRow(batch, rows)).toEqual(found);
   });
+});
 
-  test("follows the business day's zone, across a month, a year and a change of clocks", () => {
-    expect(window('2031-11-20T05:00:30Z', 'America/New_York')).toBe('2031-11-19');
-    expect(window('2031-11-20T00:00:30Z', 'America/New_York')).toBeUndefined(); // 19:00 local
-    expect(window('2032-01-01T00:10:00Z')).toBe('2031-12-31');
-    expect(window('2031-03-01T00:10:00Z')).toBe('2031-02-28');
-    // New York springs forward at 02:00 on 2031-03-09: its midnight is still 05:00Z.
-    expect(window('2031-03-09T05:30:00Z', 'America/New_York')).toBe('2031-03-08');
-    expect(window('2031-03-09T07:30:00Z', 'America/New_York')).toBeUndefined();
+describe('settleHeld', () => {
+  const holder: KeyRecord = { partnerId: 'P', key: 'K', hash: 'H', day: '2031-04-01', loanNumbers: ['1', '2'], requestId: 'r1', takenAt: new Date() };
+  const row = (over: Partial<PriorDraw> = {}): PriorDraw => ({ partnerId: 'P', idempotencyKey: 'K', batchHash: 'H', requestId: 'r1', ...over });
+
+  test.each<[string, PriorDraw[], ReturnType<typeof settleHeld>]>([
+    ['no row on its loans that day: it may still land (in flight, or its outcome unknown)', [], 'unsettled'],
+    ['its own rows: recorded', [row(), row()], 'recorded'],
+    [
+      'a row of an unkeyed submission on one of its loans: it can never land',
+      [row({ idempotencyKey: undefined, batchHash: undefined, requestId: 'x' })],
+      'never',
+    ],
+    ['a row of the same partner under another key: never', [row({ idempotencyKey: 'other' })], 'never'],
+    ['a row of another partner that happens to use the same key and hash: never', [row({ partnerId: 'Q' })], 'never'],
+    ['its rows beside nothing else: recorded, even if listed after a foreign one', [row({ idempotencyKey: 'other' }), row()], 'recorded'],
+  ])('%s', (_name, rows, verdict) => {
+    expect(settleHeld(holder, rows)).toBe(verdict);
   });
 });

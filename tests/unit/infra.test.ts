@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import Parser from 'web-tree-sitter';
 import { SETTING_NAMES, loadConfig, type SettingName, type Settings } from '../../lib/config';
 import { LIMITS } from '../../lib/limits';
-import { EVENT_NAME, type Outcome } from '../../lib/telemetry';
+import { COMMIT_OUTCOME_UNKNOWN, EVENT_NAME, type Outcome } from '../../lib/telemetry';
 
 type SyntaxNode = Parser.SyntaxNode;
 
@@ -827,6 +827,18 @@ describe('alerts that page on-call', () => {
     expect(criteria[0].threshold).toEqual(new Expr('unauthorizedSpikeCount'));
   });
 
+  test('any commit whose outcome is unknown pages, on its own telemetry reason', () => {
+    const rule = (alerts().resources.find((r) => r.symbol === 'outcomeUnknown') as Resource).body;
+    const [criterion] = at(rule, 'properties.criteria.allOf') as ObjectValue[];
+    expect(exprText(criterion.query)).toContain(`where reason == "${COMMIT_OUTCOME_UNKNOWN}"`);
+    expect(criterion.operator).toBe('GreaterThan');
+    expect(criterion.threshold).toBe(0);
+    expect(criterion.timeAggregation).toBe('Total');
+    const workbook = readFileSync(join(INFRA, 'workbook.json'), 'utf8');
+    expect(workbook).toContain(`reason == \\"${COMMIT_OUTCOME_UNKNOWN}\\"`);
+    expect(readFileSync(join(ROOT, 'docs', 'runbook.md'), 'utf8')).toContain('**Commit outcome unknown**');
+  });
+
   test('availability: a standard web test POSTs to /DrawRequest without a token and expects 401, with a metric alert on it', () => {
     const probe = resourceOf(alerts(), 'Microsoft.Insights/webtests').body;
     expect(at(probe, 'properties.Kind')).toBe('standard');
@@ -902,7 +914,7 @@ describe('the on-call workbook', () => {
       ...(literalVar(alerts, 'rateAlerts') as ObjectValue[]).map((a) => a.description),
       ...alerts.resources.filter((r) => r.type !== 'Microsoft.Insights/webtests' && r.symbol !== 'rateRules').map((r) => at(r.body, 'properties.description')),
     ];
-    expect(descriptions).toHaveLength(4);
+    expect(descriptions).toHaveLength(5);
     for (const d of descriptions) expect(exprText(d)).toContain('Workbook: ${workbookUrl}');
   });
 

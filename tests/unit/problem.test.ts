@@ -5,12 +5,15 @@ import {
   DETAILS,
   ERROR_NAMES,
   internalError,
+  OUTCOME_UNKNOWN_DETAIL,
   PROBLEM_CONTENT_TYPE,
   unauthorized,
   type ElementError,
   type ErrorCode,
 } from '../../lib/problem';
 import type { HttpResponseInit } from '@azure/functions';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const RID = '0f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0';
 
@@ -171,6 +174,19 @@ describe('dependencyFailed / internalError (502 / 500)', () => {
     const body = bodyOf(response);
     expect(body).toStrictEqual({ type: 'about:blank', title, status, detail, requestId: RID });
     expect(Object.keys(body)).toStrictEqual(['type', 'title', 'status', 'detail', 'requestId']);
+  });
+});
+
+describe('dependencyFailed with an unknown outcome (502)', () => {
+  test('says the batch may have been recorded and how to learn which, in the words docs/contract.md §2.4 fixes', () => {
+    const response = dependencyFailed(RID, true);
+    expect(response.status).toBe(502);
+    const body = bodyOf(response);
+    expect(body).toStrictEqual({ type: 'about:blank', title: 'Bad Gateway', status: 502, detail: OUTCOME_UNKNOWN_DETAIL, requestId: RID });
+    expect(OUTCOME_UNKNOWN_DETAIL).toMatch(/may or may not have been recorded/);
+    expect(OUTCOME_UNKNOWN_DETAIL).toMatch(/same Idempotency-Key/);
+    expect(OUTCOME_UNKNOWN_DETAIL).not.toMatch(/nothing was submitted/);
+    expect(readFileSync(join(__dirname, '..', '..', 'docs', 'contract.md'), 'utf8')).toContain(`\`${OUTCOME_UNKNOWN_DETAIL}\``);
   });
 });
 
