@@ -12,6 +12,7 @@ import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
 import {
+  KEY_EXPIRED,
   KEY_REUSED,
   batchHash,
   judgeKey,
@@ -114,8 +115,12 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     for (const [loanNumber, loan] of state.value.loans) {
       if (loan.availableCredit === undefined) outcome.dataQuality('LoanWithoutCredit', { loanNumber });
     }
-    const verdict = applyDrawRules(body.requests, state.value.loans, plan.drawn, partner.partnerId);
-    if (!verdict.accepted) return outcome.rejected(verdict.errors);
+    // A batch that holds its key passed the rules when it took it: a later attempt completes that
+    // submission as it was accepted, and storage decides (a loan drawn meanwhile is a lost race).
+    if (!plan.completes) {
+      const verdict = applyDrawRules(body.requests, state.value.loans, plan.drawn, partner.partnerId);
+      if (!verdict.accepted) return outcome.rejected(verdict.errors);
+    }
 
     // 4. A keyed batch takes its key first: from then on every attempt of it commits the same rows to
     // the same day's partition, where storage lets one land. Then the atomic commit.
@@ -158,20 +163,25 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     if (landedToday !== undefined) return { response: outcome.replayed(landedToday.requestId) };
     const verdict = judgeKey(keyed, held?.record, at);
     if (verdict.kind === 'free') return { ...todays, take: { over: held?.etag } };
-    if (verdict.kind === 'mine') {
-      if (verdict.day === todays.day) return todays;
-      const rows = await outcome.timed('read', store.readDraws(verdict.day, loanNumbers));
-      if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
-      const landed = recordedRow(keyed, rows.value.values());
+    if (verdict.kind === 'mine' || verdict.kind === 'expiring') {
+      let rows = todays.drawn;
+      if (verdict.day !== todays.day) {
+        const read = await outcome.timed('read', store.readDraws(verdict.day, loanNumbers));
+        if (!read.ok) return { response: outcome.storageFailed(read.failure) };
+        rows = read.value;
+      }
+      const landed = recordedRow(keyed, rows.values());
       if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
-      return { day: verdict.day, drawn: rows.value };
+      // Past its lifetime a key's batch may not be completed any more, and not yet taken anew (KEY_GRACE_MS).
+      if (verdict.kind === 'expiring') return { response: outcome.rejected([KEY_EXPIRED]) };
+      return { day: verdict.day, drawn: rows, completes: true };
     }
     // Held by another batch: free only when that batch can never land.
-    const holder = (held as HeldKey).record;
+    const { record: holder, etag } = held as Required<HeldKey>;
     const rows = await outcome.timed('read', store.readDraws(holder.day, holder.loanNumbers));
     if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
     if (settleHeld(holder, rows.value.values()) !== 'never') return { response: outcome.rejected([KEY_REUSED]) };
-    return { ...todays, take: { over: (held as HeldKey).etag } };
+    return { ...todays, take: { over: etag } };
   }
 
   /**
@@ -192,8 +202,9 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     if ('failure' in taken) return { response: outcome.storageFailed(taken.failure) };
     const current = await outcome.timed('read', store.readKeyRecord(keyed.partnerId, keyed.key));
     if (!current.ok) return { response: outcome.storageFailed(current.failure) };
-    if (current.value === undefined || current.value.record.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
-    return current.value.record.day;
+    const winner = current.value?.record;
+    if (winner === undefined || winner.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
+    return winner.day;
   }
 
   /**
@@ -236,11 +247,15 @@ export function createMisconfiguredHandler(error: ConfigError, telemetry: Teleme
 
 const NOTHING_HELD: StoreResult<undefined> = { ok: true, value: undefined };
 
-/** Where a batch is recorded: the business day, that day's rows of its loans, and, for a keyed batch free to take its key, over which record. */
+/**
+ * Where a batch is recorded: the business day and that day's rows of its loans; for a keyed batch free
+ * to take its key, over which record (its ETag); `completes` when the batch already holds its key.
+ */
 interface BatchPlan {
   readonly day: string;
   readonly drawn: ReadonlyMap<string, PriorDraw>;
   readonly take?: { readonly over?: string };
+  readonly completes?: boolean;
 }
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */

@@ -83,22 +83,38 @@ export interface KeyRecord {
 
 /**
  * How long a key stays bound to its batch after it was taken: a fixed time, whatever side of
- * midnight a retry lands on. Afterwards the key is free again, as if never used.
+ * midnight a retry lands on.
  */
 export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * After the lifetime, how long before the record may be taken over. An attempt of the bound batch
+ * judged just before the lifetime ended may still be committing into the key's day (its reads, take and
+ * commit are bounded at seconds), its transaction may reach storage late, and instances' clocks differ:
+ * no take-over may start until all of that is surely over.
+ */
+export const KEY_GRACE_MS = 10 * 60 * 1000;
+
 export type KeyVerdict =
-  /** No live record: the batch may take the key once the draw rules accept it. */
+  /** No record that binds: the batch may take the key once the draw rules accept it. */
   | { readonly kind: 'free' }
-  /** Taken by this very batch: its rows in the key's day decide, and a new attempt is recorded in that day. */
+  /** Taken by this very batch: its rows in the key's day decide, and a new attempt completes it in that day. */
   | { readonly kind: 'mine'; readonly day: string }
+  /** Taken by this batch, but the lifetime is over and the grace not yet: a replay if it landed, else refused. */
+  | { readonly kind: 'expiring'; readonly day: string }
   /** Taken by another batch: whether that batch landed, or can never land, decides (see settleHeld). */
   | { readonly kind: 'held' };
 
-/** What a key's live record means for this batch; `now` decides whether it has expired. */
+/**
+ * What a key's record means for this batch; `now` is when the request was judged. An unreadable record
+ * (`undefined` with a record present) binds nothing and is replaced like an expired one.
+ */
 export function judgeKey(batch: KeyedBatch, record: KeyRecord | undefined, now: Date): KeyVerdict {
-  if (record === undefined || now.getTime() - record.takenAt.getTime() >= KEY_LIFETIME_MS) return { kind: 'free' };
-  return record.hash === batch.hash ? { kind: 'mine', day: record.day } : { kind: 'held' };
+  if (record === undefined) return { kind: 'free' };
+  const age = now.getTime() - record.takenAt.getTime();
+  if (age >= KEY_LIFETIME_MS + KEY_GRACE_MS) return { kind: 'free' };
+  if (record.hash !== batch.hash) return { kind: 'held' };
+  return age < KEY_LIFETIME_MS ? { kind: 'mine', day: record.day } : { kind: 'expiring', day: record.day };
 }
 
 /** The row, among these, that this batch recorded under its key (the rows land atomically: one proves all). */
@@ -122,3 +138,4 @@ export function settleHeld(record: KeyRecord, rows: Iterable<PriorDraw>): 'recor
 }
 
 export const KEY_REUSED: ElementError = { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyReused };
+export const KEY_EXPIRED: ElementError = { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyExpired };

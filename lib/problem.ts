@@ -48,6 +48,7 @@ export const DETAILS = {
   duplicateInBatch: 'an earlier draw request in this batch names the same loan',
   idempotencyKeyForm: 'the Idempotency-Key header must be 1 to 128 visible ASCII characters',
   idempotencyKeyReused: 'this Idempotency-Key is bound to a different batch; send a new key with a new batch',
+  idempotencyKeyExpired: 'this Idempotency-Key expired before this batch was recorded under it; send the batch with a new key',
 } as const;
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

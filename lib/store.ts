@@ -68,9 +68,9 @@ export type CommitResult =
   | { readonly ok: false; readonly conflictIndex: number }
   | { readonly ok: false; readonly failure: StorageFailure; readonly outcomeUnknown: boolean };
 
-/** A key record as read, with the ETag that a take-over must match. */
+/** A key record as read, with the ETag that a take-over must match; `record` is undefined when the row is unreadable. */
 export interface HeldKey {
-  readonly record: KeyRecord;
+  readonly record?: KeyRecord;
   readonly etag: string;
 }
 
@@ -210,6 +210,9 @@ function classify(error: unknown, operation: string): StorageFailure {
   return { code: 'ERR_STORAGE_FAILED', operation, storageCode: name };
 }
 
+/** The answers that mean another request wrote the key's record first; any other error is a storage failure. */
+const TAKEN = new Set(['409 EntityAlreadyExists', '412 UpdateConditionNotSatisfied']);
+
 /** Network errors that mean the connection was never made, so the request never left. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
@@ -250,7 +253,7 @@ function asDate(value: unknown): Date | undefined {
   return date !== undefined && Number.isFinite(date.getTime()) ? date : undefined;
 }
 
-/** A key record as stored; undefined when a column is missing or malformed (then it binds nothing). */
+/** A key record as stored; undefined when a column is missing or malformed (then it binds nothing, and is replaced). */
 function keyRecord(row: Record<string, unknown>): KeyRecord | undefined {
   const [partnerId, key, hash, day, loans, requestId] = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'Day', 'LoanNumbers', 'RequestId'].map((c) =>
     asString(row[c]),
@@ -387,12 +390,11 @@ export class TableStore {
     }
   }
 
-  /** The record of this partner's Idempotency-Key, with its ETag; undefined when none (or an unreadable one) exists. */
+  /** The record of this partner's Idempotency-Key, with its ETag; undefined when none exists. */
   async readKeyRecord(partnerId: string, key: string): Promise<StoreResult<HeldKey | undefined>> {
     return this.guard('readKeyRecord', this.timeouts.readMs, async (signal) => {
       const row = await this.pointRead(signal, this.keys, keyRecordId(partnerId, key), '', KEY_COLUMNS);
-      const record = row === undefined ? undefined : keyRecord(row);
-      return record === undefined || row?.etag === undefined ? undefined : { record, etag: row.etag };
+      return row === undefined ? undefined : { record: keyRecord(row), etag: row.etag };
     });
   }
 
@@ -428,8 +430,8 @@ export class TableStore {
         await this.keys.createEntity(entity, this.attempt(signal));
         return true;
       } catch (error) {
-        // 409: inserted meanwhile; 412: replaced meanwhile.
-        if (error instanceof RestError && (error.statusCode === 409 || error.statusCode === 412)) return false;
+        // Inserted meanwhile (409 EntityAlreadyExists), or replaced meanwhile (412 UpdateConditionNotSatisfied).
+        if (error instanceof RestError && TAKEN.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
         throw error;
       }
     });

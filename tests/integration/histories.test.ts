@@ -31,36 +31,40 @@ beforeAll(async () => {
 });
 afterAll(() => h.stop());
 
-test(`${ONLY === undefined ? COUNT : 1} generated histories: recorded whole, once per key, every answer true to storage`, async () => {
-  const firstSeed = ONLY ?? Math.floor(Math.random() * 2 ** 31);
-  const seeds = ONLY === undefined ? Array.from({ length: COUNT }, (_, i) => (firstSeed + i) % 2 ** 31) : [ONLY];
-  const failed: HistoryResult[] = [];
-  let next = 0;
-  let answers = 0;
-  const statuses: Record<string, number> = {};
-  await Promise.all(
-    Array.from({ length: PARALLEL }, async () => {
-      while (next < seeds.length && failed.length < MAX_FAILURES) {
-        const result = await runHistory(world, seeds[next++]);
-        answers += result.attempts.length;
-        for (const a of result.attempts) {
-          const s = a.reply === undefined ? '?' : kindOf(a.reply);
-          statuses[s] = (statuses[s] ?? 0) + 1;
+test(
+  `${ONLY === undefined ? COUNT : 1} generated histories: recorded whole, once per key, every answer true to storage`,
+  async () => {
+    const firstSeed = ONLY ?? Math.floor(Math.random() * 2 ** 31);
+    const seeds = ONLY === undefined ? Array.from({ length: COUNT }, (_, i) => (firstSeed + i) % 2 ** 31) : [ONLY];
+    const failed: HistoryResult[] = [];
+    let next = 0;
+    let answers = 0;
+    const statuses: Record<string, number> = {};
+    await Promise.all(
+      Array.from({ length: PARALLEL }, async () => {
+        while (next < seeds.length && failed.length < MAX_FAILURES) {
+          const result = await runHistory(world, seeds[next++]);
+          answers += result.attempts.length;
+          for (const a of result.attempts) {
+            const s = a.reply === undefined ? '?' : kindOf(a.reply);
+            statuses[s] = (statuses[s] ?? 0) + 1;
+          }
+          if (result.violations.length > 0) failed.push(result);
         }
-        if (result.violations.length > 0) failed.push(result);
-      }
-    }),
-  );
-  const report = failed.map(
-    (f) => `HISTORY_SEED=${f.seed} npx jest tests/integration/histories.test.ts\n${f.violations.map((v) => `  ✗ ${v}`).join('\n')}\n${describeHistory(f)}`,
-  );
-  // On-demand runs say what they exercised.
-  if (process.env.HISTORIES !== undefined)
-    process.stdout.write(`${seeds.length} histories from seed ${firstSeed}: ${answers} answers ${JSON.stringify(statuses)}\n`);
-  if (report.length > 0) throw new Error(`${failed.length} histories broke a promise:\n\n${report.join('\n\n')}`);
-  // The histories must have exercised what they claim to: every kind of answer occurred.
-  if (ONLY === undefined) {
-    expect(answers).toBeGreaterThan(COUNT * 3);
-    for (const s of ['204', '204 replay', '400', '502 nothing submitted', '502 outcome unknown']) expect(statuses[s]).toBeGreaterThan(0);
-  }
-}, 600_000);
+      }),
+    );
+    const report = failed.map(
+      (f) => `HISTORY_SEED=${f.seed} npx jest tests/integration/histories.test.ts\n${f.violations.map((v) => `  ✗ ${v}`).join('\n')}\n${describeHistory(f)}`,
+    );
+    // On-demand runs say what they exercised.
+    if (process.env.HISTORIES !== undefined)
+      process.stdout.write(`${seeds.length} histories from seed ${firstSeed}: ${answers} answers ${JSON.stringify(statuses)}\n`);
+    if (report.length > 0) throw new Error(`${failed.length} histories broke a promise:\n\n${report.join('\n\n')}`);
+    // The histories must have exercised what they claim to: every kind of answer occurred.
+    if (ONLY === undefined) {
+      expect(answers).toBeGreaterThan(COUNT * 3);
+      for (const s of ['204', '204 replay', '400', '502 nothing submitted', '502 outcome unknown']) expect(statuses[s]).toBeGreaterThan(0);
+    }
+  },
+  Math.max(600_000, COUNT * 400),
+); // a long on-demand run gets the time it needs

@@ -3,7 +3,7 @@
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
 import { TableClient } from '@azure/data-tables';
-import { KEY_LIFETIME_MS, batchHash, keyRecordId } from '../../lib/idempotency';
+import { KEY_GRACE_MS, KEY_LIFETIME_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
 import { expectGenericProblem, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
@@ -129,21 +129,78 @@ describe('a retry with the same key and the same batch', () => {
     expect(reply.body.errors).toEqual([expect.objectContaining({ index: 0, code: 'PendingTransactionRequest' })]);
   });
 
-  test(`a key is bound for ${KEY_LIFETIME_MS / 3_600_000} hours from when it was taken, then the same batch is a new submission`, async () => {
-    let clock = new Date('2031-03-10T12:00:00Z');
+  test(`a key is bound for ${KEY_LIFETIME_MS / 3_600_000} hours from when it was taken; after its grace the same batch is a new submission`, async () => {
+    const taken = Date.parse('2031-03-10T12:00:00Z');
+    let clock = new Date(taken);
     h.rebuild({ now: () => clock });
     try {
       const loan = await h.loan();
       const key = newKey();
       expectAccepted(await h.post([draw(loan)], keyed(key)));
-      clock = new Date(Date.parse('2031-03-10T12:00:00Z') + KEY_LIFETIME_MS - 1_000);
+      clock = new Date(taken + KEY_LIFETIME_MS - 1_000);
       expectReplay(await h.post([draw(loan)], keyed(key)));
-      clock = new Date(Date.parse('2031-03-10T12:00:00Z') + KEY_LIFETIME_MS);
+      clock = new Date(taken + KEY_LIFETIME_MS + 1_000); // recorded: still found and replayed during the grace
+      expectReplay(await h.post([draw(loan)], keyed(key)));
+      clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
       expectAccepted(await h.post([draw(loan)], keyed(key)));
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-03-10', '2031-03-11']);
     } finally {
       h.rebuild();
     }
+  });
+
+  test('a batch whose key outlived its lifetime unrecorded is refused during the grace, and is a new submission after it', async () => {
+    const taken = Date.parse('2031-03-12T12:00:00Z');
+    let clock = new Date(taken);
+    const chaos = await startChaosProxy(h.azurite.port);
+    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
+    h.rebuild({ now: () => clock }, h.settingsVia(chaos.port));
+    try {
+      const loan = await h.loan();
+      const key = newKey();
+      expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502); // the key is taken; nothing recorded
+      chaos.decide = () => ({ kind: 'pass' });
+      clock = new Date(taken + KEY_LIFETIME_MS + 60_000);
+      expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
+      expect(await h.drawsFor(loan)).toHaveLength(0);
+      clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-13']);
+    } finally {
+      await chaos.close();
+      h.rebuild();
+    }
+  });
+
+  test('a retry of a batch holding its key completes it as accepted, though the loan changed since (the rules are not applied again)', async () => {
+    const loan = await h.loan({ availableCredit: 100 });
+    const key = newKey();
+    const chaos = await startChaosProxy(h.azurite.port);
+    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
+    h.rebuild({}, h.settingsVia(chaos.port));
+    try {
+      expectGenericProblem(await h.post([draw(loan, 100)], keyed(key)), 502);
+      await h.loan({ loanNumber: loan, availableCredit: 10 }); // the loan-servicing system drew the credit down
+      chaos.decide = () => ({ kind: 'pass' });
+      expectAccepted(await h.post([draw(loan, 100)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.Amount)).toEqual([100]);
+      // A new batch on the same terms is judged by today's credit.
+      const fresh = await h.post([draw(await h.loan({ availableCredit: 10 }), 100)], keyed(newKey()));
+      expect(fresh.body.errors[0].code).toBe('InvalidAmount');
+    } finally {
+      await chaos.close();
+      h.rebuild();
+    }
+  });
+
+  test('an unreadable key record binds nothing: it is replaced by the next batch under the key', async () => {
+    const loan = await h.loan();
+    const key = newKey();
+    await keyRecords().createEntity({ partitionKey: keyRecordId(PARTNER, key), rowKey: '', PartnerId: PARTNER, BatchHash: 'x' }); // no Day, no TakenAt
+    const reply = await h.post([draw(loan)], keyed(key));
+    expectAccepted(reply);
+    expect(await keyRecords().getEntity(keyRecordId(PARTNER, key), '')).toMatchObject({ RequestId: reply.headers['x-request-id'], Day: todayUtc() });
+    expectReplay(await h.post([draw(loan)], keyed(key)));
   });
 });
 
@@ -408,24 +465,24 @@ describe('the retry the header exists for: a commit that landed but whose answer
   });
 });
 
-describe('a keyed batch that lost a race at the commit', () => {
-  /** Another client draws `loan` between this request's reads and its commit. */
-  async function losingRace(loan: number, work: () => Promise<void>): Promise<void> {
-    const store = h.deps.store;
-    const realRead = store.readBatchState.bind(store);
-    store.readBatchState = async (day, loanNumbers) => {
-      const state = await realRead(day, loanNumbers);
-      store.readBatchState = realRead;
-      await h.table('draws').createEntity({ partitionKey: day, rowKey: String(loan), RequestId: 'competitor', PartnerId: PARTNER });
-      return state;
-    };
-    try {
-      await work();
-    } finally {
-      store.readBatchState = realRead;
-    }
+/** Another client draws `loan` between this request's reads and its commit. */
+async function losingRace(loan: number, work: () => Promise<void>): Promise<void> {
+  const store = h.deps.store;
+  const realRead = store.readBatchState.bind(store);
+  store.readBatchState = async (day, loanNumbers) => {
+    const state = await realRead(day, loanNumbers);
+    store.readBatchState = realRead;
+    await h.table('draws').createEntity({ partitionKey: day, rowKey: String(loan), RequestId: 'competitor', PartnerId: PARTNER });
+    return state;
+  };
+  try {
+    await work();
+  } finally {
+    store.readBatchState = realRead;
   }
+}
 
+describe('a keyed batch that lost a race at the commit', () => {
   test('is 400 Pending Transaction Request; the same batch under the key is refused again; the corrected batch is recorded under it', async () => {
     const [a, b] = [await h.loan(), await h.loan()];
     const key = newKey();
@@ -445,6 +502,18 @@ describe('a keyed batch that lost a race at the commit', () => {
 });
 
 describe('two different batches under one key', () => {
+  test('taking over the record of a batch that lost its race, at the same instant: one replace wins (ETag), the other is refused', async () => {
+    for (let round = 0; round < 3; round++) {
+      const [a, b, c] = [await h.loan(), await h.loan(), await h.loan()];
+      const key = newKey();
+      await losingRace(a, async () => expect((await h.post([draw(a)], keyed(key))).status).toBe(400));
+      const replies = await Promise.all([h.post([draw(b)], keyed(key)), h.post([draw(c)], keyed(key))]);
+      expect(replies.map((r) => r.status).sort()).toEqual([204, 400]);
+      expectKeyReused(replies.find((r) => r.status === 400) as Reply);
+      expect((await h.drawsFor(b, c)).map((r) => r.RequestId)).toEqual([replies.find((r) => r.status === 204)?.headers['x-request-id']]);
+    }
+  });
+
   test('on disjoint loans at the same instant: exactly one lands, the other is refused as a reused key', async () => {
     for (let round = 0; round < 5; round++) {
       const [a, b] = [await h.loan(), await h.loan()];

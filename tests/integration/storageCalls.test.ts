@@ -21,7 +21,10 @@ async function callsFor(size: number, expectedReads: number, key?: string) {
   proxy.gate = expectedReads; // answers wait until every read of one parallel round has arrived
   proxy.arrivals.length = 0;
   proxy.maxInFlight = 0;
-  const reply = await h.post(loans.map((l) => draw(l)), key === undefined ? {} : { headers: { 'Idempotency-Key': key } });
+  const reply = await h.post(
+    loans.map((l) => draw(l)),
+    key === undefined ? {} : { headers: { 'Idempotency-Key': key } },
+  );
   expect(reply.status).toBe(204);
   const reads = proxy.arrivals.filter((a) => a.kind === 'read');
   const commits = proxy.arrivals.filter((a) => a.kind === 'commit');

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import {
+  KEY_GRACE_MS,
   KEY_LIFETIME_MS,
   batchHash,
   judgeKey,
@@ -111,25 +112,31 @@ describe('judgeKey', () => {
   const at = (ms: number) => new Date(takenAt.getTime() + ms);
 
   test.each<[string, KeyRecord | undefined, Date, KeyVerdict]>([
-    ['no record: free', undefined, at(0), { kind: 'free' }],
+    ['no record (or an unreadable one): free', undefined, at(0), { kind: 'free' }],
     ['taken by this batch: its day, whatever day it is now', record(), at(3_000), { kind: 'mine', day: '2031-04-01' }],
     ['taken by this batch a moment before the lifetime ends', record(), at(KEY_LIFETIME_MS - 1), { kind: 'mine', day: '2031-04-01' }],
-    ['taken by this batch, lifetime over: free', record(), at(KEY_LIFETIME_MS), { kind: 'free' }],
+    ['taken by this batch, lifetime over, grace not: expiring', record(), at(KEY_LIFETIME_MS), { kind: 'expiring', day: '2031-04-01' }],
+    ['taken by this batch, the last moment of grace', record(), at(KEY_LIFETIME_MS + KEY_GRACE_MS - 1), { kind: 'expiring', day: '2031-04-01' }],
+    ['taken by this batch, lifetime and grace over: free', record(), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
     ['taken by another batch', record({ hash: 'other' }), at(1), { kind: 'held' }],
-    ['taken by another batch, lifetime over: free', record({ hash: 'other' }), at(KEY_LIFETIME_MS + 1), { kind: 'free' }],
+    ['taken by another batch, lifetime over, grace not: still held', record({ hash: 'other' }), at(KEY_LIFETIME_MS + 1), { kind: 'held' }],
+    ['taken by another batch, lifetime and grace over: free', record({ hash: 'other' }), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
     ['a clock behind the taker (another instance): still bound', record({ hash: 'other' }), at(-5_000), { kind: 'held' }],
   ])('%s', (_name, held, now, verdict) => {
     expect(judgeKey(batch, held, now)).toEqual(verdict);
   });
 
-  test('the lifetime is the same on every side of midnight: only the time since the take counts', () => {
+  test('only the time since the take counts, whatever side of midnight; no instant both completes the batch and frees the key', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 2 * KEY_LIFETIME_MS }), (start, elapsed) => {
+      fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 2 * KEY_LIFETIME_MS }), fc.boolean(), (start, elapsed, same) => {
         const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
-        const verdict = judgeKey(batch, record({ takenAt: taken }), new Date(taken.getTime() + elapsed));
-        expect(verdict.kind).toBe(elapsed < KEY_LIFETIME_MS ? 'mine' : 'free');
+        const verdict = judgeKey(batch, record({ takenAt: taken, hash: same ? 'H' : 'other' }), new Date(taken.getTime() + elapsed));
+        const expected = elapsed >= KEY_LIFETIME_MS + KEY_GRACE_MS ? 'free' : !same ? 'held' : elapsed < KEY_LIFETIME_MS ? 'mine' : 'expiring';
+        expect(verdict.kind).toBe(expected);
       }),
     );
+    // The last instant that completes the batch and the first that frees the key are the grace apart.
+    expect(KEY_GRACE_MS).toBeGreaterThanOrEqual(5 * 60_000);
   });
 });
 
