@@ -43,7 +43,8 @@ test(
     await Promise.all(
       Array.from({ length: PARALLEL }, async () => {
         while (next < seeds.length && failed.length < MAX_FAILURES) {
-          const result = await runHistory(world, seeds[next++]);
+          const index = next++;
+          const result = await runHistory(world, seeds[index], index);
           answers += result.attempts.length;
           for (const a of result.attempts) {
             const s = a.reply === undefined ? '?' : kindOf(a.reply);

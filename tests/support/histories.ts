@@ -17,7 +17,7 @@ import { batchHash } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { drawDay } from '../../lib/store';
 import type { Telemetry } from '../../lib/telemetry';
-import { putLoan, putPartner } from '../../dev/demoData';
+import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
 import { startChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
 import { contractViolations } from './contract';
 import { toReply, type Harness, type Reply } from './harness';
@@ -64,10 +64,11 @@ export class Random {
   }
 }
 
-/** The shared world: Azurite, the provider, the clients' partner rows and tokens. */
+/** The shared world: Azurite, the provider, the clients' partner rows and tokens, and the table sets made so far. */
 export interface HistoryWorld {
   readonly harness: Harness;
   readonly tokens: ReadonlyMap<string, string>;
+  readonly tableSets: Map<number, Promise<Settings>>;
 }
 
 export async function prepareWorld(harness: Harness): Promise<HistoryWorld> {
@@ -76,7 +77,25 @@ export async function prepareWorld(harness: Harness): Promise<HistoryWorld> {
     await putPartner(harness.table('partners'), c);
     tokens.set(c.clientId, await harness.token({ azp: c.clientId, sub: c.clientId }));
   }
-  return { harness, tokens };
+  return { harness, tokens, tableSets: new Map() };
+}
+
+/**
+ * Histories per set of Loans, DrawRequests and IdempotencyKeys tables. Azurite answers every query by
+ * scanning its table, so tables that grew with every history would make a long run quadratic; a new
+ * set every so many histories keeps each history's cost the same.
+ */
+const HISTORIES_PER_TABLE_SET = 200;
+
+/** The settings naming table set `n`, created on first use. */
+function tableSet(world: HistoryWorld, n: number): Promise<Settings> {
+  let made = world.tableSets.get(n);
+  if (made === undefined) {
+    const tables = { ...world.harness.config.tables, loansTable: `HistoryLoans${n}`, drawsTable: `HistoryDraws${n}`, idempotencyTable: `HistoryKeys${n}` };
+    made = createTables(world.harness.azurite.connectionString, tables).then(() => tableSettings(tables));
+    world.tableSets.set(n, made);
+  }
+  return made;
 }
 
 interface Element {
@@ -140,7 +159,8 @@ function faultFor(random: Random, level: number, kind: StorageRequestKind): Faul
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs the history of `seed` and checks it; an empty `violations` means every promise held. */
-export async function runHistory(world: WorldLike, seed: number): Promise<HistoryResult> {
+export async function runHistory(world: WorldLike, seed: number, index = 0): Promise<HistoryResult> {
+  const tables = await tableSet(world, Math.floor(index / HISTORIES_PER_TABLE_SET));
   const random = new Random(seed);
   const { harness } = world;
   const midnight = random.pick(MIDNIGHTS);
@@ -155,7 +175,8 @@ export async function runHistory(world: WorldLike, seed: number): Promise<Histor
 
   const proxy = await startChaosProxy(harness.azurite.port);
   proxy.decide = (kind) => faultFor(faultRandom, level, kind);
-  const settings: Settings = { ...harness.settingsVia(proxy.port), DRAW_DAY_TIMEZONE: midnight.zone };
+  const settings: Settings = { ...harness.settingsVia(proxy.port), ...tables, DRAW_DAY_TIMEZONE: midnight.zone };
+  const table = (name: string) => tableClient(harness.azurite.connectionString, name);
   const handlerWith = (timeouts: typeof TIMEOUTS, settingsUsed: Settings): HttpHandler => {
     const config = loadConfig(settingsUsed);
     const deps = createDependencies(config, { timeouts, telemetry: SILENT });
@@ -179,7 +200,7 @@ export async function runHistory(world: WorldLike, seed: number): Promise<Histor
   }
   await Promise.all(
     loans.map((l) =>
-      putLoan(harness.table('loans'), { loanNumber: l.loanNumber, partnerId: l.partnerId, availableCredit: l.credit, fundingInvestorId: 'INV-1' }),
+      putLoan(table(tables.LOANS_TABLE as string), { loanNumber: l.loanNumber, partnerId: l.partnerId, availableCredit: l.credit, fundingInvestorId: 'INV-1' }),
     ),
   );
 
@@ -253,7 +274,7 @@ export async function runHistory(world: WorldLike, seed: number): Promise<Histor
 
   const violations: string[] = [];
   const days = [...new Set([drawDay(new Date(clockStart), midnight.zone), drawDay(now(), midnight.zone)])];
-  const drawsTable = harness.table('draws');
+  const drawsTable = table(tables.DRAWS_TABLE as string);
   const loanNumbers = loans.map((l) => l.loanNumber);
   let rows = await readRows(drawsTable, days, loanNumbers);
   checkHistory(attempts, rows, violations);
