@@ -297,19 +297,20 @@ export async function runHistory(world: WorldLike, seed: number, index = 0): Pro
     if (mine.length === 0 && recordedBefore.length > 0 && !isKeyReused(reply))
       violations.push(`${tag}, but the key had recorded another batch (request ${recordedBefore[0].requestId}): expected 400 key reused`);
     if (reply.status !== 204 && reply.status !== 400) violations.push(`${tag}: storage was healthy, expected 204 or 400`);
-    // A refusal stands for the rest of its business day: the same batch under the same key is refused again.
+    // A refusal stands for the rest of its business day: the same batch under the same key is refused
+    // again. Except after a 502 of that batch (contract §9): its take of the key may reach storage after
+    // the refusal was judged, binding the key to the batch in its earlier day, where a retry completes it.
     const today = drawDay(now(), midnight.zone);
     const dayAt = (t: number) => drawDay(new Date(clockStart + (t - startedAt)), midnight.zone);
+    const sameBatch = (b: Attempt) => !b.settling && b.key === a.key && b.partnerId === a.partnerId && b.hash === a.hash;
     const refusedToday = attempts.some(
       (b) =>
-        !b.settling &&
-        b.key === a.key &&
-        b.partnerId === a.partnerId &&
-        b.hash === a.hash &&
+        sameBatch(b) &&
         b.reply?.status === 400 &&
         !isKeyReused(b.reply) &&
         dayAt(b.sentAt) === today &&
-        dayAt(b.answeredAt ?? b.sentAt) === today,
+        dayAt(b.answeredAt ?? b.sentAt) === today &&
+        !attempts.some((c) => sameBatch(c) && c.reply?.status === 502 && c.sentAt < (b.answeredAt ?? b.sentAt)),
     );
     if (refusedToday && mine.length === 0 && reply.status === 204)
       violations.push(`${tag}, but the same batch under this key was refused earlier the same day: expected the same 400`);
