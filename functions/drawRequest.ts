@@ -164,14 +164,14 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     const verdict = judgeKey(keyed, held?.record, at);
     if (verdict.kind === 'free') return { ...todays, take: { over: held?.etag } };
     if (verdict.kind === 'mine' || verdict.kind === 'expiring') {
-      let rows = todays.drawn;
+      let rows = todays.drawn; // already searched for this batch's rows above
       if (verdict.day !== todays.day) {
         const read = await outcome.timed('read', store.readDraws(verdict.day, loanNumbers));
         if (!read.ok) return { response: outcome.storageFailed(read.failure) };
+        const landed = recordedRow(keyed, read.value.values());
+        if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
         rows = read.value;
       }
-      const landed = recordedRow(keyed, rows.values());
-      if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
       // Past its lifetime a key's batch may not be completed any more, and not yet taken anew (KEY_GRACE_MS).
       if (verdict.kind === 'expiring') return { response: outcome.rejected([KEY_EXPIRED]) };
       return { day: verdict.day, drawn: rows, completes: true };

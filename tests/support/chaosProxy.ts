@@ -4,6 +4,7 @@
  * produce on demand, chosen per request by the generated histories (tests/support/histories.ts).
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { storageErrorBody } from './storageProxies';
 
 /**
  * - `pass`: forwarded, answered.
@@ -41,16 +42,12 @@ export interface ChaosProxy {
 
 const HOLD_CAP_MS = 5_000;
 
-function errorBody(code: string, message: string): string {
-  return JSON.stringify({ 'odata.error': { code, message: { lang: 'en-US', value: message } } });
-}
-
 const STATUS_ANSWERS = {
-  503: { code: 'ServerBusy', body: errorBody('ServerBusy', 'The server is busy.') },
-  500: { code: 'InternalError', body: errorBody('InternalError', 'The server encountered an internal error.') },
+  503: { code: 'ServerBusy', body: storageErrorBody('ServerBusy', 'The server is busy.') },
+  500: { code: 'InternalError', body: storageErrorBody('InternalError', 'The server encountered an internal error.') },
 } as const;
 
-const TIMED_OUT = errorBody('OperationTimedOut', 'The operation may or may not have succeeded.');
+const TIMED_OUT = storageErrorBody('OperationTimedOut', 'The operation may or may not have succeeded.');
 
 function answerError(res: ServerResponse, status: number, code: string, body: string): void {
   if (res.destroyed) return;

@@ -68,6 +68,34 @@ export function toReply(response: HttpResponseInit): Reply {
   return { status: response.status ?? 200, headers, text, body: text === '' ? undefined : JSON.parse(text) };
 }
 
+/** Telemetry that only hands each invocation's record to `sink`: what the handler would have sent. */
+export function recordingTelemetry(sink: (record: BatchRecord) => void): Telemetry {
+  return {
+    inInvocation: (_invocation, work) => work(),
+    batch: (record) => void sink(record),
+    dataQuality: () => undefined,
+    flush: () => Promise.resolve(),
+  };
+}
+
+/** POSTs `body` (JSON-encoded unless bytes or text) to `handler` as the Functions host would, with a new invocation id. */
+export async function invoke(
+  handler: HttpHandler,
+  body: unknown,
+  headers: Record<string, string>,
+  logHandler: (level: string, ...args: unknown[]) => void = () => undefined,
+): Promise<Reply> {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  const request = new HttpRequest({
+    method: 'POST',
+    url: 'http://localhost/DrawRequest',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: { bytes },
+  });
+  const context = new InvocationContext({ invocationId: randomUUID(), functionName: 'DrawRequest', logHandler });
+  return toReply(await handler(request, context));
+}
+
 export class Harness {
   readonly logs: string[] = [];
   /**
@@ -107,13 +135,7 @@ export class Harness {
   /** A fresh handler instance (new caches), as a new Functions instance would have. */
   rebuild(options: HarnessOptions = {}, settings: Settings = this.settings): void {
     this.config = loadConfig(settings);
-    const telemetry: Telemetry = {
-      inInvocation: (_invocation, work) => work(),
-      batch: (record) => void this.records.push(record),
-      dataQuality: () => undefined,
-      flush: () => Promise.resolve(),
-    };
-    this.deps = createDependencies(this.config, { telemetry, ...options });
+    this.deps = createDependencies(this.config, { telemetry: recordingTelemetry((record) => this.records.push(record)), ...options });
     this.handler = createDrawRequestHandler(this.deps);
   }
 
@@ -169,16 +191,9 @@ export class Harness {
 
   async post(body: unknown, options: PostOptions = {}): Promise<Reply> {
     const token = options.token === undefined ? (this.defaultToken ??= await this.token()) : options.token;
-    const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+    const headers: Record<string, string> = { ...options.headers };
     if (token !== null) headers.authorization = `Bearer ${token}`;
-    const request = new HttpRequest({ method: 'POST', url: 'http://localhost/DrawRequest', headers, body: { bytes } });
-    const context = new InvocationContext({
-      invocationId: randomUUID(),
-      functionName: 'DrawRequest',
-      logHandler: (level, ...args) => this.logs.push(`[${level}] ${args.map(String).join(' ')}`),
-    });
-    const reply = toReply(await this.handler(request, context));
+    const reply = await invoke(this.handler, body, headers, (level, ...args) => this.logs.push(`[${level}] ${args.map(String).join(' ')}`));
     // Every answer any integration test receives must match the partner contract.
     expect(contractViolations(reply)).toEqual([]);
     return reply;

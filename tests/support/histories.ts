@@ -8,19 +8,17 @@
  * One seed fixes a history's plan: clients, batches, retries, faults and clock. The interleaving
  * still depends on timing, so a seed reproduces the plan, and the checks hold for every interleaving.
  */
-import { HttpRequest, InvocationContext, type HttpHandler } from '@azure/functions';
+import type { HttpHandler } from '@azure/functions';
 import { TableClient, odata } from '@azure/data-tables';
-import { randomUUID } from 'node:crypto';
 import { createDependencies, createDrawRequestHandler } from '../../functions/drawRequest';
 import { loadConfig, type Settings } from '../../lib/config';
 import { batchHash } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { drawDay } from '../../lib/store';
-import type { Telemetry } from '../../lib/telemetry';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
 import { startChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
 import { contractViolations } from './contract';
-import { toReply, type Harness, type Reply } from './harness';
+import { invoke, recordingTelemetry, type Harness, type Reply } from './harness';
 
 /** Midnights to cross: UTC; Santiago, whose clocks jump from 24:00 to 01:00 that night; New York, whose clocks go back at 02:00. */
 export const MIDNIGHTS = [
@@ -159,7 +157,7 @@ function faultFor(random: Random, level: number, kind: StorageRequestKind): Faul
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs the history of `seed` and checks it; an empty `violations` means every promise held. */
-export async function runHistory(world: WorldLike, seed: number, index = 0): Promise<HistoryResult> {
+export async function runHistory(world: HistoryWorld, seed: number, index = 0): Promise<HistoryResult> {
   const tables = await tableSet(world, Math.floor(index / HISTORIES_PER_TABLE_SET));
   const random = new Random(seed);
   const { harness } = world;
@@ -179,7 +177,7 @@ export async function runHistory(world: WorldLike, seed: number, index = 0): Pro
   const table = (name: string) => tableClient(harness.azurite.connectionString, name);
   const handlerWith = (timeouts: typeof TIMEOUTS, settingsUsed: Settings): HttpHandler => {
     const config = loadConfig(settingsUsed);
-    const deps = createDependencies(config, { timeouts, telemetry: SILENT });
+    const deps = createDependencies(config, { timeouts, telemetry: recordingTelemetry(() => undefined) });
     // Only the business day follows the injected clock; tokens are checked against real time.
     return createDrawRequestHandler({ ...deps, now });
   };
@@ -229,7 +227,7 @@ export async function runHistory(world: WorldLike, seed: number, index = 0): Pro
         requestor: `${client.clientId}@partner.example`,
       })),
       gapMs: random.int(0, 40),
-      seeds: Array.from({ length: 8 }, () => random.next()),
+      choiceSeed: Math.floor(random.next() * 2 ** 32),
     }));
     return { client, intents };
   });
@@ -239,7 +237,7 @@ export async function runHistory(world: WorldLike, seed: number, index = 0): Pro
       for (const intent of intents) {
         await sleep(intent.gapMs);
         let batch = intent.batch;
-        const choices = new Random(Math.floor(intent.seeds[0] * 2 ** 32));
+        const choices = new Random(intent.choiceSeed);
         for (let tries = 0; tries < 4; tries++) {
           const { attempt, done } = send(client, batch, intent.key, handler);
           // Some clients stop waiting (their answer is lost to them) and retry while the first is in flight.
@@ -321,21 +319,10 @@ export async function runHistory(world: WorldLike, seed: number, index = 0): Pro
   return { seed, violations: [...new Set(violations)], attempts, faults: { ...proxy.applied }, days };
 }
 
-type WorldLike = HistoryWorld;
-
-const SILENT: Telemetry = {
-  inInvocation: (_invocation, work) => work(),
-  batch: () => undefined,
-  dataQuality: () => undefined,
-  flush: () => Promise.resolve(),
-};
-
 async function post(handler: HttpHandler, token: string, batch: readonly Element[], key: string | undefined): Promise<Reply> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (key !== undefined) headers['idempotency-key'] = key;
-  const request = new HttpRequest({ method: 'POST', url: 'http://localhost/DrawRequest', headers, body: { string: JSON.stringify(batch) } });
-  const context = new InvocationContext({ invocationId: randomUUID(), functionName: 'DrawRequest', logHandler: () => undefined });
-  return toReply(await handler(request, context));
+  return invoke(handler, batch, headers);
 }
 
 interface Row {

@@ -95,9 +95,12 @@ export interface FaultProxy extends Proxy {
   readonly unanswered: UnansweredRequest[];
 }
 
-const BUSY_BODY = JSON.stringify({
-  'odata.error': { code: 'ServerBusy', message: { lang: 'en-US', value: 'The server is busy.' } },
-});
+const BUSY_BODY = storageErrorBody('ServerBusy', 'The server is busy.');
+
+/** The JSON body Table Storage answers an error with. */
+export function storageErrorBody(code: string, message: string): string {
+  return JSON.stringify({ 'odata.error': { code, message: { lang: 'en-US', value: message } } });
+}
 
 /** HTTP proxy in front of storage whose behaviour a test switches with `mode`. */
 export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
