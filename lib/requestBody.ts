@@ -43,9 +43,18 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** ASCII-only case folding: `LOANNUMBER` matches, a look-alike Unicode letter does not. */
-function foldKey(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => c.toLowerCase());
+/** The longest field name: a longer key names no field, whatever its case. */
+const LONGEST_FIELD = Math.max(...FIELDS.map((f) => f.length));
+const NON_ASCII = /[^\x20-\x7E]/; // a field name is printable ASCII
+
+/**
+ * The field a key names, folding ASCII case only: `LOANNUMBER` names loanNumber, a look-alike Unicode
+ * letter does not (`toLowerCase` alone would fold the Kelvin sign into `k`). Constant work per key:
+ * a key longer than every field name is not folded at all (a 256 KiB key costs no more than a short one).
+ */
+export function fieldOfKey(key: string): Field | undefined {
+  if (key.length > LONGEST_FIELD || NON_ASCII.test(key)) return undefined;
+  return FIELD_BY_FOLDED_KEY.get(key.toLowerCase());
 }
 
 type ElementResult = { ok: true; request: DrawRequest } | { ok: false; error: ElementError };
@@ -121,7 +130,7 @@ function scanElements(text: string): Scan {
         if (expectKey && ++keys[keys.length - 1] > LIMITS.keysPerObject) crowded.add(open.length > 1 && open[0] === TOKEN.openArray ? index : 'root');
         else if (expectKey && inElement()) {
           const key = tokens.stringValue() ?? '';
-          valueField = FIELD_BY_FOLDED_KEY.get(foldKey(key));
+          valueField = fieldOfKey(key);
           if (valueField !== undefined && fields.has(valueField)) entry().ambiguousKey ??= key;
           if (valueField !== undefined) fields.add(valueField);
         }
@@ -148,14 +157,14 @@ function checkElement(element: unknown, index: number, text: ElementText = {}): 
   canonical[NUMBER_TEXT] = text.numbers;
   const sentKey = Object.create(null) as Partial<Record<Field, string>>;
   for (const key of Object.keys(element)) {
-    const field = FIELD_BY_FOLDED_KEY.get(foldKey(key));
+    const field = fieldOfKey(key);
     if (field === undefined) continue; // unknown keys are ignored, never stored
     sentKey[field] = key;
     const value = element[key];
     canonical[field] = field === 'requestor' && typeof value === 'string' ? value.trim() : value;
   }
   const { ambiguousKey } = text;
-  const ambiguousField = ambiguousKey === undefined ? undefined : FIELD_BY_FOLDED_KEY.get(foldKey(ambiguousKey));
+  const ambiguousField = ambiguousKey === undefined ? undefined : fieldOfKey(ambiguousKey);
   const loanNumber = ambiguousField === 'loanNumber' ? undefined : canonicalLoanNumber(canonical.loanNumber);
   const withLoan = loanNumber === undefined ? {} : { loanNumber };
   if (ambiguousKey !== undefined && ambiguousField !== undefined) {

@@ -227,22 +227,50 @@ const numbersBody: fc.Arbitrary<Body> = fc.oneof(
   { weight: 1, arbitrary: longNumber.map((n) => ({ label: `body: ${n.label}`, loans: 0, render: () => ({ text: n.text('1'), expected: request() }) })) },
 );
 
+/**
+ * Letters as partners' systems send them: lower case, capitals (which keys fold), mixed, and non-ASCII
+ * letters (look-alikes of field names' letters, a letter whose case changes its length, a title-case
+ * digraph and the Kelvin sign, which Unicode lower-cases to an ASCII `k`).
+ */
+const LETTER_CASES = ['lower case', 'capitals', 'mixed case', 'non-ASCII'] as const;
+type LetterCase = (typeof LETTER_CASES)[number];
+const NON_ASCII: Record<string, string> = { a: 'а', o: 'ö', e: 'É', s: 'ß', k: '\u212A', d: 'ǅ', x: 'Ｘ' };
+function inCase(letters: LetterCase, text: string): string {
+  if (letters === 'capitals') return text.toUpperCase();
+  if (letters === 'mixed case') return [...text].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c)).join('');
+  if (letters === 'non-ASCII') return text.replace(/[aoeskdx]/g, (c) => NON_ASCII[c]);
+  return text;
+}
+/** Runs of letters in keys and values: capitals, alternating case, non-ASCII letters. */
+const LETTERS = ['A', 'aB', 'É', 'ǅ', '\u212A'];
+
 /** Keys beside the three fields: distinct, one key repeated, keys of separators, or all in one nested object (held to the same limit). */
 const keysPiece: fc.Arbitrary<Piece> = fc
   .record({
     count: fc.oneof(fc.integer({ min: LIMITS.keysPerObject - 8, max: LIMITS.keysPerObject + 2 }), logSize(30_000)),
     form: fc.constantFrom('distinct', 'repeated', 'separators', 'nested'),
     first: fc.boolean(),
+    letters: fc.constantFrom(...LETTER_CASES),
   })
-  .map(({ count, form, first }) =>
-    piece(`${count} ${form} keys${first ? ' first' : ''}`, (loan) => {
-      const keys = Array.from({ length: count }, (_, i) => (form === 'repeated' ? 'x' : form === 'separators' ? `,:${i.toString(36)}` : i.toString(36)));
+  .map(({ count, form, first, letters }) =>
+    piece(`${count} ${form} keys in ${letters}${first ? ' first' : ''}`, (loan) => {
+      const keys = Array.from({ length: count }, (_, i) =>
+        inCase(letters, form === 'repeated' ? 'x' : form === 'separators' ? `,:${i.toString(36)}` : `k${i.toString(36)}`),
+      );
       const extra: [string, string][] = form === 'nested' ? [['x', elementText(keys.map((k) => [k, '0']))]] : keys.map((k) => [k, '0']);
       const fields = first ? [...extra, ...drawFields(loan)] : [...drawFields(loan), ...extra];
       const verdict = (form === 'nested' ? count : fields.length) > LIMITS.keysPerObject ? 'crowded' : 'valid';
       return { text: elementText(fields), verdict };
     }),
   );
+
+/** A draw whose field names are in capitals or mixed case (the same fields), or spelled with non-ASCII look-alikes (none of them). */
+const fieldNamesPiece: fc.Arbitrary<Piece> = fc.constantFrom(...LETTER_CASES).map((letters) =>
+  piece(`field names in ${letters}`, (loan) => ({
+    text: elementText(drawFields(loan).map(([k, v]) => [inCase(letters, k), v])),
+    verdict: letters === 'non-ASCII' ? 'InvalidRequest' : 'valid', // the requestor is missing: rule 1
+  })),
+);
 
 /** The array is level 1 and an element level 2. */
 const depthPiece: fc.Arbitrary<Piece> = fc
@@ -272,7 +300,7 @@ const SEPARATORS = [',', ':', ', ', ': ', ',:', ' , '];
 /** Whitespace between every token of a draw; separators in its requestor, an ignored value or an ignored key. */
 const spacingPiece: fc.Arbitrary<Piece> = fc.oneof(
   whitespace(30_000).map((gap) => piece(`draw spaced by ${gap.length}`, (loan) => ({ text: elementText(drawFields(loan), gap), verdict: 'valid' }))),
-  fc.tuple(fc.constantFrom('requestor', 'note', 'key'), fc.constantFrom(...SEPARATORS), logSize()).map(([where, unit, n]) =>
+  fc.tuple(fc.constantFrom('requestor', 'note', 'key'), fc.constantFrom(...SEPARATORS, ...LETTERS), logSize(250_000)).map(([where, unit, n]) =>
     piece(`${n} × ${JSON.stringify(unit)} in ${where}`, (loan) => {
       const run = `jane${repeatTo(unit, n)}doe`;
       if (where === 'key') return { text: elementText([...drawFields(loan), [run, '0']]), verdict: 'valid' };
@@ -298,10 +326,30 @@ const nearLimit: fc.Arbitrary<Body> = fc
     },
   }));
 
+/** One draw with a key (ignored) or requestor of letters filling the body to a few bytes under, at or past the size limit. */
+const longLetters: fc.Arbitrary<Body> = fc
+  .record({ where: fc.constantFrom('key', 'requestor', 'note'), unit: fc.constantFrom(...LETTERS), over: fc.integer({ min: -16, max: 4 }) })
+  .map(({ where, unit, over }) => ({
+    label: `a ${where} of ${JSON.stringify(unit)} to ${over} bytes past the limit`,
+    loans: 1,
+    render([loan]) {
+      const fill = (n: number) => repeatTo(unit, n).slice(0, n);
+      const shell = elementText(where === 'key' ? [...drawFields(loan), ['', '0']] : drawFields(loan, { [where]: '""' }));
+      const room = LIMITS.bodyBytes + over - Buffer.byteLength(shell) - 2;
+      // As many characters of the unit as fill the room in UTF-8 (a unit may take 2 or 3 bytes a character).
+      const run = fill(Math.floor((room * unit.length) / Buffer.byteLength(unit)));
+      const text = `[${elementText(where === 'key' ? [...drawFields(loan), [run, '0']] : drawFields(loan, { [where]: JSON.stringify(run) }))}]`;
+      const verdict: Expected =
+        where === 'requestor' ? { kind: 'elements', codes: new Map([[0, 'InvalidRequest']]), valid: [] } : { kind: 'status', status: 204 };
+      return { text, expected: Buffer.byteLength(text) > LIMITS.bodyBytes ? request(DETAILS.tooLarge(LIMITS.bodyBytes)) : verdict };
+    },
+  }));
+
 const spacingBody: fc.Arbitrary<Body> = fc.oneof(
   { weight: 3, arbitrary: batchOf(spacingPiece) },
   { weight: 1, arbitrary: fc.tuple(fc.array(spacingPiece, { minLength: 1, maxLength: 3 }), whitespace(50_000)).map(([p, gap]) => batch(p, gap)) },
   { weight: 1, arbitrary: nearLimit },
+  { weight: 1, arbitrary: longLetters },
 );
 
 const ORDINARY_HEADERS: HeaderCase = { label: 'ordinary headers', apply: () => ({ headers: {}, verdict: 'pass' }) };
@@ -310,8 +358,8 @@ const header = (label: string, apply: HeaderCase['apply']): HeaderCase => ({ lab
 /** `application/json` followed by a long run of separators, spaces, tabs or parameters, and something after it. */
 const contentType: fc.Arbitrary<HeaderCase> = fc
   .record({
-    base: fc.constantFrom('application/json', 'application/json; charset=utf-8'),
-    unit: fc.constantFrom(';', ' ', '\t', '; ', ';\t', ' ;', '; a=b', '; charset=utf-8', ',', ':'),
+    base: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'Application/Json; Charset=UTF-8'),
+    unit: fc.constantFrom(';', ' ', '\t', '; ', ';\t', ' ;', '; a=b', '; charset=utf-8', ',', ':', '; CHARSET=UTF-8', 'A', 'É', '; É=ß'),
     length: fc.oneof(fc.integer({ min: 1, max: LIMITS.contentTypeLength }), logSize()), // half of them about the limit
     tail: fc.constantFrom('', 'x', 'charset=utf-8', '; charset=utf-8', '=', ','),
   })
@@ -335,10 +383,10 @@ const bearer = (label: string, value: (token: string) => string, refused: (value
 
 /** Long runs of spaces and tabs, long tokens, `Bearer` again and again: refused, unless a valid token is within the length limit. */
 const authorization: fc.Arbitrary<HeaderCase> = fc.oneof(
-  spacesAndTabs.map((run) =>
+  fc.tuple(fc.constantFrom('Bearer', 'BEARER', 'bEaReR'), spacesAndTabs).map(([scheme, run]) =>
     bearer(
-      `Bearer, ${run.length} spaces/tabs, a valid token`,
-      (t) => `Bearer${run}${t}`,
+      `${scheme}, ${run.length} spaces/tabs, a valid token`,
+      (t) => `${scheme}${run}${t}`,
       (v) => v.length > LIMITS.authorizationLength,
     ),
   ),
@@ -348,7 +396,9 @@ const authorization: fc.Arbitrary<HeaderCase> = fc.oneof(
   fc
     .tuple(fc.constantFrom(...SEPARATORS), logSize())
     .map(([unit, n]) => bearer(`a valid token and ${n} × ${JSON.stringify(unit)}`, (t) => `Bearer ${t}${repeatTo(unit, n)}`)),
-  logSize().map((n) => bearer(`a ${n}-character token`, () => `Bearer ${'A'.repeat(n)}`)),
+  fc
+    .tuple(fc.constantFrom('A', 'aB', 'É', 'ÿß'), logSize())
+    .map(([unit, n]) => bearer(`a ${n}-character token of ${unit}`, () => `Bearer ${repeatTo(unit, n)}`)),
   logSize().map((n) => bearer(`a JWT of three ${n}-character parts`, () => `Bearer eyJ${'A'.repeat(n)}.${'B'.repeat(n)}.${'C'.repeat(n)}`)),
 );
 
@@ -356,7 +406,10 @@ const authorization: fc.Arbitrary<HeaderCase> = fc.oneof(
 const idempotencyKey: fc.Arbitrary<HeaderCase> = fc
   .oneof(
     fc
-      .tuple(fc.constantFrom('k', ',', ':', ',:', ' ', '\t', ', '), fc.oneof(fc.integer({ min: 1, max: LIMITS.idempotencyKeyLength }), logSize()))
+      .tuple(
+        fc.constantFrom('k', ',', ':', ',:', ' ', '\t', ', ', 'K', 'aB', 'É', 'ß'),
+        fc.oneof(fc.integer({ min: 1, max: LIMITS.idempotencyKeyLength }), logSize()),
+      )
       .map(([unit, n]) => [`key + ${n} × ${JSON.stringify(unit)}`, (u: string) => `${u}${repeatTo(unit, n)}x`] as const),
     fc.integer({ min: 1, max: 3_000 }).map((k) => [`${k} × key, comma-separated`, (u: string) => Array(k).fill(u).join(', ')] as const),
   )
@@ -369,7 +422,7 @@ const idempotencyKey: fc.Arbitrary<HeaderCase> = fc
   );
 
 const depthBody = batchOf(depthPiece);
-const keysBody = batchOf(keysPiece);
+const keysBody = batchOf(fc.oneof(keysPiece, fieldNamesPiece));
 const anyBody = fc.oneof(numbersBody, keysBody, depthBody, spacingBody);
 
 function cases(body: fc.Arbitrary<Body>, headers: fc.Arbitrary<HeaderCase> = fc.constant(ORDINARY_HEADERS)): fc.Arbitrary<Case> {

@@ -2,7 +2,7 @@ import Ajv from 'ajv';
 import fc from 'fast-check';
 import { canonicalLoanNumber, decimalPlaces } from '../../lib/elementChecks';
 import { ELEMENT_SCHEMA } from '../../lib/elementSchema';
-import { isJsonContentType, parseDrawRequests, readDrawRequests, type BodyResult, type BodySource } from '../../lib/requestBody';
+import { fieldOfKey, isJsonContentType, parseDrawRequests, readDrawRequests, type BodyResult, type BodySource } from '../../lib/requestBody';
 import { DETAILS, ERROR_NAMES, type ElementError } from '../../lib/problem';
 import { LIMITS } from '../../lib/limits';
 
@@ -358,6 +358,45 @@ describe('parseDrawRequests: precedence of rules 1–3 inside an element', () =>
     ],
   ] as [string, Parameters<typeof elementText>[0], ElementError][])('%s', (_name, fields, error) => {
     expect(parseText(elementText(fields))).toStrictEqual(oneElementError(error));
+  });
+});
+
+describe('fieldOfKey: ASCII case folding, constant work per key', () => {
+  /** What folding means: every ASCII capital lowered, nothing else touched (the former per-capital callback). */
+  const reference = (key: string) => ({ loannumber: 'loanNumber', requestor: 'requestor', amount: 'amount' })[key.replace(/[A-Z]/g, (c) => c.toLowerCase())];
+  /** A field name with each letter kept, upper-cased or swapped for a look-alike, and maybe something after it. */
+  const LOOK_ALIKE: Record<string, string> = { a: 'а', o: 'о', e: 'е', r: 'г', s: 'ſ', u: 'υ', m: 'ｍ', N: 'Ν', k: '\u212A' };
+  const nearName = fc
+    .tuple(fc.constantFrom('loanNumber', 'requestor', 'amount'), fc.array(fc.constantFrom('keep', 'upper', 'lower', 'look'), { minLength: 10, maxLength: 10 }))
+    .chain(([name, ways]) =>
+      fc
+        .constantFrom('', ' ', 'x', '\u0307', 'İ')
+        .map(
+          (tail) => [...name].map((c, i) => ({ keep: c, upper: c.toUpperCase(), lower: c.toLowerCase(), look: LOOK_ALIKE[c] ?? c })[ways[i]]).join('') + tail,
+        ),
+    );
+
+  test('names the same field as folding each ASCII capital, for field names in any case, with look-alikes, and any text', () => {
+    const key = fc.oneof(nearName, fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ unit: fc.constantFrom(...'AaMmOoUuNnTt'), maxLength: 11 }));
+    fc.assert(
+      fc.property(key, (k) => fieldOfKey(k) === reference(k)),
+      { numRuns: 20_000 },
+    );
+  });
+
+  test.each([
+    ['аmount', 'a Cyrillic а'],
+    ['AMOUNＴ', 'a fullwidth Ｔ'],
+    ['requeſtor', 'a long s, which toUpperCase() turns into S'],
+    ['amount\u0307', 'a combining dot'],
+    ['LOANNUMBER ', 'a trailing space'],
+  ])('%s (%s) names no field', (key) => {
+    expect(fieldOfKey(key)).toBeUndefined();
+  });
+
+  test('a key longer than every field name names none, whatever it holds', () => {
+    expect(fieldOfKey('A'.repeat(262_144))).toBeUndefined();
+    expect(fieldOfKey(`AMOUNT${'\u212A'.repeat(5)}`)).toBeUndefined();
   });
 });
 
