@@ -363,7 +363,12 @@ describe('parseDrawRequests: precedence of rules 1–3 inside an element', () =>
 
 describe('fieldOfKey: ASCII case folding, constant work per key', () => {
   /** What folding means: every ASCII capital lowered, nothing else touched (the former per-capital callback). */
-  const reference = (key: string) => ({ loannumber: 'loanNumber', requestor: 'requestor', amount: 'amount' })[key.replace(/[A-Z]/g, (c) => c.toLowerCase())];
+  const FOLDED = new Map([
+    ['loannumber', 'loanNumber'],
+    ['requestor', 'requestor'],
+    ['amount', 'amount'],
+  ]);
+  const reference = (key: string) => FOLDED.get(key.replace(/[A-Z]/g, (c) => c.toLowerCase()));
   /** A field name with each letter kept, upper-cased or swapped for a look-alike, and maybe something after it. */
   const LOOK_ALIKE: Record<string, string> = { a: 'а', o: 'о', e: 'е', r: 'г', s: 'ſ', u: 'υ', m: 'ｍ', N: 'Ν', k: '\u212A' };
   const nearName = fc
