@@ -11,7 +11,7 @@ import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from 
 import { DefaultAzureCredential } from '@azure/identity';
 import { ConfigError, loadConfig, type Settings } from '../lib/config';
 import { LIMITS } from '../lib/limits';
-import { noTelemetry, startTelemetry } from '../lib/telemetry';
+import { TelemetryStartError, noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
 import { startAzurite } from './azurite';
 import { DEMO_LOANS, DEMO_PARTNERS, seedDemo } from './demoData';
@@ -211,7 +211,7 @@ async function main(): Promise<void> {
   try {
     host = await startDevHost(process.env, batchedStdout());
   } catch (error) {
-    console.error(error instanceof ConfigError ? error.message : `Start-up failed: ${(error as Error).stack ?? String(error)}`);
+    console.error(error instanceof ConfigError || error instanceof TelemetryStartError ? error.message : `Start-up failed: ${(error as Error).stack ?? String(error)}`);
     process.exit(1);
   }
   if (host.embeddedStorage) console.log(describeDemoData());

@@ -10,23 +10,43 @@
 import { app, type HttpHandler } from '@azure/functions';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { storageIdentity } from '../lib/identityOnFirstUse';
-import { SHUTDOWN_FLUSH_MS, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
+import { SHUTDOWN_FLUSH_MS, TelemetryStartError, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
 
-function createHandler(): { handler: HttpHandler; telemetry: Telemetry } {
+type Started = { handler: HttpHandler; telemetry: Telemetry };
+
+/** Telemetry as configured, or the reason it did not start: an instance that would be silent is misconfigured. */
+function startConfigured(settings: Config['telemetry']): Telemetry | ConfigError {
+  if (settings === undefined) return noTelemetry;
+  try {
+    return startTelemetry(settings);
+  } catch (error) {
+    if (!(error instanceof TelemetryStartError)) throw error;
+    return new ConfigError([error.message]);
+  }
+}
+
+/** Every invocation answers 500 naming the problems; telemetry still records them when its own settings are fine. */
+function misconfigured(error: ConfigError): Started {
+  // Once in the host's log at start-up; each invocation logs it again, under its own id.
+  console.error(`DrawRequest: ${error.message}`);
+  const telemetry = startConfigured(error.telemetry);
+  if (telemetry instanceof ConfigError) console.error(`DrawRequest: ${telemetry.message}`);
+  const recorder = telemetry instanceof ConfigError ? noTelemetry : telemetry;
+  return { handler: createMisconfiguredHandler(error, recorder), telemetry: recorder };
+}
+
+function createHandler(): Started {
   let config: Config;
   try {
     config = loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    // Once in the host's log at start-up; each invocation logs it again, under its own id.
-    console.error(`DrawRequest: ${error.message}`);
-    // Telemetry still records the 500s, unless its own settings are the invalid ones.
-    const telemetry = error.telemetry === undefined ? noTelemetry : startTelemetry(error.telemetry);
-    return { handler: createMisconfiguredHandler(error, telemetry), telemetry };
+    return misconfigured(error);
   }
   // Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
-  const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
+  const telemetry = startConfigured(config.telemetry);
+  if (telemetry instanceof ConfigError) return misconfigured(telemetry);
   // Managed identity only when no connection string is used, loaded when the first storage call asks for a token.
   const credential = config.tables.endpoint !== undefined ? storageIdentity() : undefined;
   return { handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })), telemetry };

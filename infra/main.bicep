@@ -170,6 +170,15 @@ param alertMinimumFailures int = 3
 @minValue(1)
 param unauthorizedSpikeCount int = 50
 
+@description('Telemetry silence: page when more than this percent of the requests the host recorded have no DrawRequestBatch event.')
+@minValue(0)
+@maxValue(100)
+param silentPercent int = 5
+
+@description('Telemetry silence pages only once at least this many requests went without their event.')
+@minValue(1)
+param minimumSilentRequests int = 3
+
 // ---------------------------------------------------------------- names
 
 var suffix = take(uniqueString(resourceGroup().id), 6)
@@ -305,6 +314,8 @@ module alerts 'modules/alerts.bicep' = {
     dependencyFailedRatePercent: dependencyFailedRatePercent
     minimumFailures: alertMinimumFailures
     unauthorizedSpikeCount: unauthorizedSpikeCount
+    silentPercent: silentPercent
+    minimumSilentRequests: minimumSilentRequests
     workbookUrl: workbook.outputs.url
   }
 }

@@ -225,9 +225,7 @@ export function loadConfig(env: Settings = process.env): Config {
   // --- telemetry ---
   const beforeTelemetry = problems.length;
   const appInsights = get('APPLICATIONINSIGHTS_CONNECTION_STRING');
-  if (appInsights !== undefined && !/(^|;)\s*(InstrumentationKey|IngestionEndpoint)=/i.test(appInsights)) {
-    problems.push('APPLICATIONINSIGHTS_CONNECTION_STRING must be an Application Insights connection string (InstrumentationKey=…;IngestionEndpoint=…)');
-  }
+  const connection = appInsights === undefined ? undefined : normalConnectionString(appInsights, problems);
   const samplingPercentage = integer('TELEMETRY_SAMPLING_PERCENTAGE', 100, 0, 100);
   const entraIngestion = authenticationString(get('APPLICATIONINSIGHTS_AUTHENTICATION_STRING'), problems);
   if (appInsights !== undefined) unsupportedTelemetrySettings(env, problems);
@@ -235,7 +233,7 @@ export function loadConfig(env: Settings = process.env): Config {
   const telemetry =
     appInsights === undefined || problems.length > beforeTelemetry
       ? undefined
-      : { connectionString: appInsights, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) };
+      : { connectionString: connection as string, samplingRatio: samplingPercentage / 100, ...(entraIngestion && { entraIngestion }) };
 
   if (problems.length > 0) throw new ConfigError(problems, telemetry);
   return {
@@ -260,18 +258,139 @@ export function loadConfig(env: Settings = process.env): Config {
 const CARRIED_PROPAGATORS = new Set(['tracecontext', 'baggage', 'none']);
 
 /**
- * Settings the Application Insights SDK would read to use parts the package does not carry (exporters,
- * propagators, live metrics and instrumentations left out of the bundle: docs/decisions.md, "The package
- * is one bundle"). Refused by name, so that an instance set up that way is misconfigured, loudly, rather
- * than half-started.
+ * Variables the Application Insights SDK (applicationinsights, @azure/monitor-opentelemetry and the
+ * OpenTelemetry and Azure SDK packages under them) reads that would switch telemetry or a part of it off,
+ * drop, truncate or delay what it records, send it elsewhere, or reach a part the package does not carry
+ * (a stand-in of scripts/bundlePlugins.ts). Each is refused by name when set, with why: an instance so set
+ * up is misconfigured, loudly, rather than quietly blind. The whole table, honoured ones included, is in
+ * docs/decisions.md, "Telemetry settings"; tests/integration/telemetry.test.ts fails on a variable the
+ * SDK reads that the table does not list.
+ */
+export const REFUSED_TELEMETRY_SETTINGS: Readonly<Record<string, string>> = {
+  APPLICATIONINSIGHTS_CONFIGURATION_CONTENT: 'telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses',
+  APPLICATIONINSIGHTS_CONFIGURATION_FILE: 'telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses',
+  APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED: 'the browser SDK loader is not in the package (any value turns it on, and the SDK would then not start)',
+  APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_CONNECTION_STRING: 'the browser SDK loader is not in the package',
+  APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_SOURCE: 'the browser SDK loader is not in the package',
+  APPLICATIONINSIGHTS_LOG_DESTINATION: "the SDK's own diagnostics must reach the host's log, where on-call reads them",
+  APPLICATIONINSIGHTS_LOGDIR: "the SDK's own diagnostics must reach the host's log, where on-call reads them",
+  APPLICATIONINSIGHTS_METRICS_TO_LOGANALYTICS_ENABLED: 'it switches off part of what Application Insights keeps',
+  APPLICATIONINSIGHTS_OPENTELEMETRY_RESOURCE_METRIC_DISABLED: 'it switches off part of what Application Insights keeps',
+  APPLICATIONINSIGHTS_SDKSTATS_DISABLED: "it switches off the SDK's counts of items sent, dropped and retried, which go to this service's own resource",
+  APPLICATION_INSIGHTS_NO_DIAGNOSTIC_CHANNEL: 'it turns off the Azure SDK instrumentation: no Table Storage dependencies',
+  APPLICATION_INSIGHTS_NO_PATCH_MODULES: 'it turns off instrumentations by name: dependencies would be missing',
+  APPLICATION_INSIGHTS_NO_STANDARD_METRICS: "it turns off the standard metrics the portal's failure and performance views use",
+  AZURE_TRACING_DISABLED: 'it turns off the Azure SDK spans: no Table Storage dependencies',
+  AZURE_HTTP_TRACING_CHILDREN_DISABLED: 'it drops the HTTP calls under each Table Storage operation',
+  azure_tracing_disabled: 'it turns off the Azure SDK spans: no Table Storage dependencies',
+  azure_http_tracing_children_disabled: 'it drops the HTTP calls under each Table Storage operation',
+  OTEL_SDK_DISABLED: 'it turns the OpenTelemetry SDK off: nothing would be recorded',
+  OTEL_TRACES_SAMPLER: 'dependencies are sampled by TELEMETRY_SAMPLING_PERCENTAGE; this would override it (always_off drops them all)',
+  OTEL_TRACES_SAMPLER_ARG: 'dependencies are sampled by TELEMETRY_SAMPLING_PERCENTAGE; this would override it',
+  OTEL_TRACES_EXPORTER: 'telemetry goes to Application Insights only: the package carries no other exporter',
+  OTEL_LOGS_EXPORTER: 'telemetry goes to Application Insights only: the package carries no other exporter',
+  OTEL_METRICS_EXPORTER: 'telemetry goes to Application Insights only: the package carries no other exporter',
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+  OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+  OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+  OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+  OTEL_NODE_EXPERIMENTAL_SDK_METRICS: 'an experimental SDK feature this package is not tested with',
+  OTEL_ATTRIBUTE_COUNT_LIMIT: 'it would drop dimensions of what the service records',
+  OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'it would truncate dimensions of what the service records',
+  OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: 'it would drop attributes of dependencies',
+  OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'it would truncate attributes of dependencies',
+  OTEL_SPAN_EVENT_COUNT_LIMIT: 'it would drop span events (exceptions of dependencies)',
+  OTEL_SPAN_LINK_COUNT_LIMIT: 'it would drop span links',
+  OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT: 'it would drop attributes of span events',
+  OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT: 'it would drop attributes of span links',
+  OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT: 'it would drop dimensions of events and traces',
+  OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'it would truncate dimensions of events and traces',
+  OTEL_BSP_SCHEDULE_DELAY: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
+  OTEL_BSP_EXPORT_TIMEOUT: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
+  OTEL_BSP_MAX_QUEUE_SIZE: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
+  OTEL_BLRP_SCHEDULE_DELAY: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
+  OTEL_BLRP_EXPORT_TIMEOUT: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
+  OTEL_BLRP_MAX_QUEUE_SIZE: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
+  OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
+  OTEL_METRIC_EXPORT_INTERVAL: 'metric export is tuned in code',
+  OTEL_METRIC_EXPORT_TIMEOUT: 'metric export is tuned in code',
+  ...Object.fromEntries(
+    ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'all_proxy', 'no_proxy'].map((name) => [
+      name,
+      'the service reaches Application Insights, storage and the identity provider directly (or through the VNet): a proxy is not supported',
+    ]),
+  ),
+};
+
+/**
+ * Settings the Application Insights SDK would read to switch telemetry or part of it off, or to use parts
+ * the package does not carry (docs/decisions.md, "Telemetry settings"). Refused by name, so that an
+ * instance set up that way is misconfigured, loudly, rather than silent or half-started.
  */
 function unsupportedTelemetrySettings(env: Settings, problems: string[]): void {
   const propagators = list(valueOf(env, 'OTEL_PROPAGATORS'))?.filter((p) => !CARRIED_PROPAGATORS.has(p.toLowerCase()));
   if (propagators !== undefined && propagators.length > 0)
     problems.push(`OTEL_PROPAGATORS may list only tracecontext, baggage or none: the package carries no other propagator (got ${propagators.join(', ')})`);
-  for (const name of ['APPLICATIONINSIGHTS_CONFIGURATION_CONTENT', 'APPLICATIONINSIGHTS_CONFIGURATION_FILE'])
-    if (valueOf(env, name) !== undefined)
-      problems.push(`${name} is not supported: telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses`);
+  for (const [name, why] of Object.entries(REFUSED_TELEMETRY_SETTINGS)) if (valueOf(env, name) !== undefined) problems.push(`${name} is not supported: ${why}`);
+  // Honoured, in the forms the SDK accepts: any other fails its start (which would be refused anyway, less clearly).
+  const azureLogLevel = valueOf(env, 'AZURE_LOG_LEVEL');
+  if (azureLogLevel !== undefined && !AZURE_LOG_LEVELS.has(azureLogLevel))
+    problems.push(`AZURE_LOG_LEVEL must be one of ${[...AZURE_LOG_LEVELS].join(', ')} (got "${azureLogLevel}")`);
+  const detectors = valueOf(env, 'OTEL_NODE_RESOURCE_DETECTORS');
+  if (detectors !== undefined && !detectors.split(',').every((d) => RESOURCE_DETECTORS.has(d)))
+    problems.push(`OTEL_NODE_RESOURCE_DETECTORS must list, comma-separated without spaces, only ${[...RESOURCE_DETECTORS].join(', ')}`);
+}
+
+const AZURE_LOG_LEVELS = new Set(['verbose', 'info', 'warning', 'error']);
+/** What @azure/monitor-opentelemetry accepts (it reports anything else as an error, not trimming spaces). */
+const RESOURCE_DETECTORS = new Set([
+  'env',
+  'host',
+  'os',
+  'process',
+  'serviceinstance',
+  'azure_aks',
+  'azure_app_service',
+  'azure_functions',
+  'azure_vm',
+  'all',
+  'none',
+]);
+
+/**
+ * An Application Insights connection string: `Key=value` pairs separated by `;`, with an
+ * `InstrumentationKey` that is a GUID (without one the exporter cannot start, and the SDK swallows
+ * that: telemetry would be silent), and endpoints, when given, that are https URLs (http only to this
+ * machine). Returned as the SDK parses without complaint: pairs trimmed, no empty ones, the key in lower
+ * case (the exporter's check is case-sensitive). Never echoes the value.
+ */
+function normalConnectionString(value: string, problems: string[]): string | undefined {
+  const NAME = 'APPLICATIONINSIGHTS_CONNECTION_STRING';
+  const pairs = value
+    .split(';')
+    .filter((part) => part.trim() !== '')
+    .map((part) => part.split('=').map((side) => side.trim()));
+  if (pairs.some((pair) => pair.length !== 2 || pair[0] === '')) {
+    problems.push(
+      `${NAME} must be an Application Insights connection string: Key=value pairs separated by ";" (InstrumentationKey=<GUID>;IngestionEndpoint=https://…)`,
+    );
+    return undefined;
+  }
+  const parts = new Map(pairs.map(([name, v]) => [name.toLowerCase(), v]));
+  const key = parts.get('instrumentationkey');
+  const secure = (url: string) => {
+    const parsed = parseUrl(url);
+    return parsed !== undefined && isSecureOrLoopbackUrl(parsed);
+  };
+  const before = problems.length;
+  if (key === undefined || !GUID.test(key)) problems.push(`${NAME} must carry InstrumentationKey=<GUID> (the component's instrumentation key)`);
+  if ([...parts].some(([name, url]) => name.endsWith('endpoint') && !secure(url)))
+    problems.push(`${NAME}: its endpoints must be https URLs (http is allowed only for localhost)`);
+  if (problems.length > before) return undefined;
+  return pairs.map(([name, v]) => `${name}=${name.toLowerCase() === 'instrumentationkey' ? v.toLowerCase() : v}`).join(';');
 }
 
 /**

@@ -5,7 +5,7 @@
  * invocation's operation id. Never a token, secret, connection string or request body.
  */
 import type { InvocationContext } from '@azure/functions';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { TelemetryClient } from 'applicationinsights';
 import { ingestionIdentity } from './identityOnFirstUse';
 import type { ElementError } from './problem';
@@ -148,6 +148,54 @@ export interface TelemetryOptions {
   readonly entraIngestion?: { readonly clientId?: string };
 }
 
+export type TelemetryStartErrorCode = 'ERR_TELEMETRY_START';
+
+/**
+ * The SDK did not start. `TelemetryClient.initialize()` catches its own start-up errors and reports them
+ * only to OpenTelemetry's diagnostic log; every recording after it would throw or go nowhere, silently
+ * for on-call. The instance treats it as an invalid setting instead (functions/main.ts).
+ */
+export class TelemetryStartError extends Error {
+  readonly code: TelemetryStartErrorCode = 'ERR_TELEMETRY_START';
+  constructor(readonly cause: string) {
+    super(
+      `the Application Insights SDK did not start (${cause}): check APPLICATIONINSIGHTS_CONNECTION_STRING and the APPLICATIONINSIGHTS_*/OTEL_* settings (docs/decisions.md, "Telemetry settings")`,
+    );
+    this.name = 'TelemetryStartError';
+  }
+}
+
+/**
+ * `client.initialize()`, and a TelemetryStartError when it swallowed a failure: it reported an error on
+ * OpenTelemetry's diagnostic channel (watched during the call, since the SDK removes the OpenTelemetry
+ * globals, and with them any diagnostic logger, while it starts), its log API, which every track call
+ * uses, is missing (applicationinsights 3.x sets it last; the telemetry suite runs the package under the
+ * worker, so an SDK upgrade that renames it fails there, loudly), or no provider was registered.
+ */
+function initializeOrThrow(client: TelemetryClient): void {
+  const reported: string[] = [];
+  const report = diag.error;
+  diag.error = (message, ...args) => {
+    reported.push(String(message));
+    report(message, ...args);
+  };
+  try {
+    client.initialize();
+  } catch (error) {
+    reported.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+  } finally {
+    diag.error = report;
+  }
+  if (reported.length > 0) throw new TelemetryStartError(reported.join('; '));
+  if ((client as unknown as { _logApi?: unknown })._logApi === undefined)
+    throw new TelemetryStartError('TelemetryClient.initialize() left the client without its log API');
+  // OpenTelemetry's global registry, shared by every copy of its API: a disabled or half-started SDK
+  // leaves no tracer or logger provider there, and every recording goes to a no-op, without an error.
+  const registry = globalThis as { [key: symbol]: { trace?: unknown } | undefined };
+  if (registry[Symbol.for('opentelemetry.js.api.1')]?.trace === undefined || registry[Symbol.for('io.opentelemetry.js.api.logs')] === undefined)
+    throw new TelemetryStartError('no OpenTelemetry tracer or logger provider was registered');
+}
+
 /**
  * Starts the SDK and returns the recorder. Only when configured: in the package the SDK is part of the
  * bundle and costs about 75–80 ms and 6–7 MiB of a cold start (bench/results.md); from node_modules (the
@@ -156,7 +204,9 @@ export interface TelemetryOptions {
  */
 export function startTelemetry(options: TelemetryOptions): Telemetry {
   // The SDK's own usage reports go to Microsoft, not to this resource: not ours to send.
+  // (APPLICATIONINSIGHTS_STATSBEAT_DISABLED alone only drops some of them; APPLICATION_INSIGHTS_NO_STATSBEAT stops them.)
   process.env.APPLICATIONINSIGHTS_STATSBEAT_DISABLED ??= 'true';
+  process.env.APPLICATION_INSIGHTS_NO_STATSBEAT ??= 'true';
   // cloud_RoleName on-call filters by: the function app's name in Azure.
   process.env.OTEL_SERVICE_NAME ??= process.env.WEBSITE_SITE_NAME ?? 'draw-request-service';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -182,7 +232,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   };
   // Loaded when the exporter first asks for a token, after start-up.
   if (options.entraIngestion !== undefined) client.config.aadTokenCredential = ingestionIdentity(options.entraIngestion.clientId);
-  client.initialize();
+  initializeOrThrow(client);
 
   // Recording must never fail the invocation it describes: an SDK fault (a throwing exporter, a
   // half-started client) is logged once to the host's log, and recording goes on without it.

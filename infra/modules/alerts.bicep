@@ -4,6 +4,9 @@
 // - a spike of 401s for presented tokens (outcome Unauthorized, any reason but ERR_AUTH_MISSING);
 // - any commit whose outcome is unknown (reason CommitOutcomeUnknown): a batch may have been recorded
 //   though its partner got a 502; each one is looked at (docs/runbook.md, Commit outcome unknown);
+// - telemetry silence: the host recorded DrawRequest requests whose DrawRequestBatch event never came
+//   (or the probe succeeded while no event came at all): the alerts above read those events, so a
+//   service whose telemetry went dark would otherwise look healthy (docs/runbook.md, Telemetry silent);
 // - availability: a standard web test POSTs to /DrawRequest without a token from several regions and
 //   expects 401, which proves the host is up, routes the request and runs authentication.
 // Invocations without a token (the probe itself, scanners) are left out of the rates and the spike.
@@ -60,6 +63,18 @@ param minimumFailures int
 @description('Page when more than this many presented tokens were refused (401) in 15 minutes.')
 @minValue(1)
 param unauthorizedSpikeCount int
+
+@description('Page when more than this percent of the requests the host recorded for DrawRequest have no DrawRequestBatch event.')
+@minValue(0)
+@maxValue(100)
+param silentPercent int
+
+@description('Silence pages only once at least this many requests went without their event in the slice.')
+@minValue(1)
+param minimumSilentRequests int
+
+// The function's name as the host records its requests (functions/main.ts app.http).
+var functionName = 'DrawRequest'
 
 // Every invocation's event, less those that sent no token at all (the probe, scanners).
 var invocations = 'customEvents | where name == "${eventName}" | extend outcome = tostring(customDimensions.outcome), reason = tostring(customDimensions.reason) | where not(outcome == "Unauthorized" and reason == "ERR_AUTH_MISSING")'
@@ -184,6 +199,50 @@ resource outcomeUnknown 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
           metricMeasureColumn: 'outcomeUnknown'
           operator: 'GreaterThan'
           threshold: 0
+          failingPeriods: {
+            numberOfEvaluationPeriods: 1
+            minFailingPeriodsToAlert: 1
+          }
+        }
+      ]
+    }
+    autoMitigate: true
+    actions: {
+      actionGroups: actionGroups
+    }
+  }
+}
+
+// The host's request telemetry and the service's events travel separate pipelines, each with its own
+// ingestion delay (typically under 3 minutes, at times 10): requests are judged in a 15-minute slice
+// that ended 10 minutes ago, against every event of the last 30 minutes. An event is matched to its
+// request by operation id (the invocation's trace, which the host passes to the worker). The host
+// keeps every request (host.json excludes them from sampling) and the service keeps every event, so
+// any request without its event is a loss. Without any request in the slice (the host's own telemetry
+// gone too), the probe's successful runs stand for the requests it made.
+resource telemetrySilence 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
+  name: '${namePrefix}-telemetry-silent'
+  location: location
+  tags: tags
+  kind: 'LogAlert'
+  properties: {
+    displayName: 'Draw Request Service: telemetry silent (requests without their DrawRequestBatch event)'
+    description: 'More than ${silentPercent}% of the DrawRequest requests the host recorded from 25 to 10 minutes ago (at least ${minimumSilentRequests}) have no DrawRequestBatch event: the service serves partners but its telemetry is missing, and the other alerts cannot fire. Runbook: Telemetry silent. Workbook: ${workbookUrl}'
+    severity: 1
+    enabled: enabled
+    scopes: [
+      appInsightsId
+    ]
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT30M'
+    criteria: {
+      allOf: [
+        {
+          query: 'let sliceStart = ago(25m); let sliceEnd = ago(10m); let recorded = customEvents | where name == "${eventName}" | distinct operation_Id; let heard = toscalar(customEvents | where name == "${eventName}" | count); let probed = toscalar(availabilityResults | where timestamp between (sliceStart .. sliceEnd) and success == true | summarize probes = sum(itemCount)); requests | where timestamp between (sliceStart .. sliceEnd) and name == "${functionName}" | summarize served = sum(itemCount), unrecorded = sumif(itemCount, operation_Id !in (recorded)) | extend served = coalesce(served, 0), unrecorded = coalesce(unrecorded, 0) | extend unrecorded = iff(served == 0 and heard == 0, coalesce(probed, 0), unrecorded), served = iff(served == 0 and heard == 0, coalesce(probed, 0), served) | where unrecorded >= ${minimumSilentRequests} | extend silentPercent = 100.0 * unrecorded / served'
+          timeAggregation: 'Maximum'
+          metricMeasureColumn: 'silentPercent'
+          operator: 'GreaterThan'
+          threshold: silentPercent
           failingPeriods: {
             numberOfEvaluationPeriods: 1
             minFailingPeriodsToAlert: 1

@@ -9,13 +9,18 @@
  * terminate was lost, and that no secret is in them.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../../dev/azurite';
 import { createTables, putLoan, putPartner, tableClient } from '../../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { ofType, startIngestion, type Envelope, type Ingestion } from '../support/ingestion';
 import { deployedNodeArguments, packagedApp, type PackagedApp } from '../support/packagedApp';
+import { REFUSED_TELEMETRY_SETTINGS } from '../../lib/config';
+import { ROOT } from '../../scripts/bundle';
 import { WorkerHost } from '../support/workerHost';
 
 const AUDIENCE = 'api://telemetry-tests';
@@ -30,6 +35,31 @@ interface Sent {
   /** The invocation id: the requestId of the answer and of everything recorded. */
   readonly requestId: string;
   readonly traceId: string;
+}
+
+/** Notes every environment variable the worker reads (tests/support/envWatch.cjs). */
+const ENV_WATCH = join(__dirname, '..', 'support', 'envWatch.cjs');
+const envReadFile = join(mkdtempSync(join(tmpdir(), 'env-watch-')), 'read.txt');
+
+/**
+ * The SDKs' families of environment variables (docs/decisions.md, "Telemetry settings"): every name of
+ * them that the bundle holds or the process reads must be in the table.
+ */
+const SDK_FAMILIES =
+  /^(APPLICATIONINSIGHTS|APPLICATION_INSIGHTS|APPINSIGHTS|APPSETTING|OTEL|AZURE|WEBSITE|FUNCTIONS|CONTAINER_APP|KUBERNETES|AKS|MICROSOFT|DEBUG)(_[A-Z0-9_]*)?$|^(HTTPS?|ALL|NO)_PROXY$|^(https?|all|no)_proxy$|^azure_[a-z_]+_disabled$/;
+
+type Verdict = 'honoured' | 'refused' | 'not a setting' | "the worker's";
+/** The table of docs/decisions.md, "Telemetry settings": each variable's verdict, and the value the honoured run sets. */
+function settingsTable(): Map<string, { verdict: Verdict; value?: string }> {
+  const doc = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
+  const section = /^## Telemetry settings$([\s\S]*?)^## /m.exec(doc)?.[1] ?? '';
+  const rows = [...section.matchAll(/^\| `([^`]+)` \| (honoured|refused|not a setting|the worker's) \| (.*) \|$/gm)];
+  return new Map(rows.map(([, name, verdict, text]) => [name, { verdict: verdict as Verdict, value: /; `([^`]*)`$/.exec(text)?.[1] }]));
+}
+
+/** What the table says of a name: a `DEBUG_*`-style row covers its family. */
+function inTable(table: Map<string, unknown>, name: string): boolean {
+  return table.has(name) || [...table.keys()].some((row) => row.endsWith('*') && name.startsWith(row.slice(0, -1)));
 }
 
 let app: PackagedApp;
@@ -68,10 +98,10 @@ async function post(name: string, token: string, body: unknown): Promise<void> {
  * indexed and loaded as the host does. (Azurite may be stopped by the time the Entra describe starts
  * one: a call without a token is refused before any storage call.)
  */
-async function startWorker(to: Ingestion, settings: Record<string, string> = {}): Promise<WorkerHost> {
+async function startWorker(to: Ingestion, settings: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<WorkerHost> {
   const worker = await WorkerHost.start({
     appDir: app.appDir,
-    nodeArgs: deployedNodeArguments(),
+    nodeArgs: [...deployedNodeArguments(), ...nodeArgs],
     settings: {
       PATH: process.env.PATH ?? '',
       APPLICATIONINSIGHTS_CONNECTION_STRING: to.connectionString,
@@ -99,7 +129,7 @@ beforeAll(async () => {
   await putLoan(loans, { loanNumber: 502, partnerId: 'TELE', availableCredit: 10, fundingInvestorId: 'I' });
   await loans.upsertEntity({ partitionKey: '503', rowKey: '', PartnerId: 'TELE', FundingInvestorId: 'I' }, 'Replace');
 
-  host = await startWorker(ingestion);
+  host = await startWorker(ingestion, { ENV_WATCH_FILE: envReadFile }, ['--require', ENV_WATCH]);
 
   const good = await tokenFor('tele-client');
   await post('accepted', good, [{ loanNumber: 501, requestor: REQUESTOR, amount: 100 }]);
@@ -276,6 +306,111 @@ test('no token, secret, connection string, requestor or request body is sent', (
   expect(everything).not.toContain(REQUESTOR);
   expect(everything).not.toContain('"requestor"');
   expect(everything).not.toContain('client_secret');
+});
+
+describe('every environment variable the telemetry SDK reads is in the table of docs/decisions.md, honoured or refused', () => {
+  const table = settingsTable();
+
+  test('the table is whole and agrees with lib/config.ts: its refused rows are exactly the variables refused by name', () => {
+    expect(table.size).toBeGreaterThan(100);
+    const refused = [...table].filter(([, row]) => row.verdict === 'refused').map(([name]) => name);
+    expect(refused.sort()).toEqual(Object.keys(REFUSED_TELEMETRY_SETTINGS).sort());
+    const honoured = [...table].filter(([, row]) => row.verdict === 'honoured');
+    // Each honoured row says what the honoured run sets, but the service's own two settings (tested above and below).
+    expect(honoured.filter(([, row]) => row.value === undefined).map(([name]) => name)).toEqual([
+      'APPLICATIONINSIGHTS_CONNECTION_STRING',
+      'APPLICATIONINSIGHTS_AUTHENTICATION_STRING',
+    ]);
+  });
+
+  test("the shipped bundle names no variable of the SDKs' families the table does not list", () => {
+    const bundle = readFileSync(join(app.appDir, 'dist', 'bundle', 'main.js'), 'utf8');
+    const names = new Set([
+      ...[...bundle.matchAll(/process\.env\.([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]),
+      ...[...bundle.matchAll(/["'`]([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)["'`]/g)].map((m) => m[1]).filter((n) => SDK_FAMILIES.test(n)),
+    ]);
+    expect(names.size).toBeGreaterThan(80);
+    expect([...names].filter((n) => SDK_FAMILIES.test(n) && !inTable(table, n))).toEqual([]);
+  });
+
+  test('the worker running the package read no variable of those families the table does not list (names built at run time included)', () => {
+    const read = readFileSync(envReadFile, 'utf8').split('\n');
+    expect(read).toEqual(expect.arrayContaining(['APPLICATIONINSIGHTS_CONNECTION_STRING', 'OTEL_SDK_DISABLED', 'APPSETTING_APPINSIGHTS_INSTRUMENTATIONKEY']));
+    expect(read.filter((n) => SDK_FAMILIES.test(n) && !inTable(table, n))).toEqual([]);
+    // The environment enumerated as a whole: only the `debug` package does, for DEBUG_*.
+    if (read.includes('*')) expect(table.get('DEBUG_*')?.verdict).toBe('honoured');
+  });
+});
+
+describe('every honoured variable set at once (the values of the table): telemetry arrives whole', () => {
+  let honouredIngestion: Ingestion;
+  let worker: WorkerHost;
+  const answers: Record<string, Sent> = {};
+
+  beforeAll(async () => {
+    const settings: Record<string, string> = {};
+    for (const [name, row] of settingsTable()) {
+      if (row.verdict !== 'honoured' || row.value === undefined) continue;
+      if (name.endsWith('*')) {
+        const [k, v] = row.value.split('=');
+        settings[k] = v;
+      } else settings[name] = row.value;
+    }
+    honouredIngestion = await startIngestion();
+    // Azurite is stopped by the main scenario: this one has storage of its own, and the same loans.
+    const storage = await startAzurite();
+    await createTables(storage.connectionString, TABLES);
+    await putPartner(tableClient(storage.connectionString, TABLES.partnersTable), { clientId: 'tele-client', partnerId: 'TELE' });
+    await putLoan(tableClient(storage.connectionString, TABLES.loansTable), {
+      loanNumber: 501,
+      partnerId: 'TELE',
+      availableCredit: 1000,
+      fundingInvestorId: 'I',
+    });
+    worker = await startWorker(honouredIngestion, { ...settings, TABLES_CONNECTION_STRING: storage.connectionString });
+    const good = await tokenFor('tele-client');
+    for (const [name, body] of [
+      ['accepted', [{ loanNumber: 501, requestor: REQUESTOR, amount: 10 }]],
+      ['rejected', [{ loanNumber: 9999, requestor: REQUESTOR, amount: 5 }]],
+    ] as const) {
+      const traceId = randomBytes(16).toString('hex');
+      const reply = await worker.invoke({
+        method: 'POST',
+        url: FUNCTION_URL,
+        headers: { authorization: `Bearer ${good}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        traceParent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      });
+      answers[name] = { status: reply.status, requestId: reply.invocationId, traceId };
+    }
+    await worker.terminate(GRACE_MS);
+    await storage.stop(true);
+  }, 90_000);
+
+  afterAll(async () => {
+    await worker?.kill();
+    await honouredIngestion?.stop();
+  });
+
+  test('the requests are served, and their events, element trace and dependencies arrive, correlated', () => {
+    expect({ accepted: answers.accepted.status, rejected: answers.rejected.status }).toEqual({ accepted: 204, rejected: 400 });
+    const arrived = honouredIngestion.envelopes;
+    const eventOf = (name: string) =>
+      ofType(arrived, 'EventData').filter(
+        (e) => e.data.baseData.name === 'DrawRequestBatch' && e.data.baseData.properties?.requestId === answers[name].requestId,
+      );
+    expect(eventOf('accepted')).toHaveLength(1);
+    expect(eventOf('rejected')).toHaveLength(1);
+    expect(eventOf('accepted')[0].tags['ai.operation.id']).toBe(answers.accepted.traceId);
+    expect(ofType(arrived, 'MessageData').filter((t) => t.data.baseData.properties?.requestId === answers.rejected.requestId)).toHaveLength(1);
+    const dependencies = ofType(arrived, 'RemoteDependencyData')
+      .filter((d) => d.tags['ai.operation.id'] === answers.accepted.traceId)
+      .map((d) => String(d.data.baseData.name));
+    expect(dependencies).toEqual(expect.arrayContaining(['TableClient.listEntitiesPage', 'TableTransaction.submitTransaction']));
+    expect(dependencies.some((n) => n.includes('/jwks') || n.includes('openid-configuration'))).toBe(true);
+    // In a function app the site's name is the role on-call filters by (the Functions resource detector sets it).
+    expect(new Set(arrived.map((e) => e.tags['ai.cloud.role']))).toEqual(new Set([settingsTable().get('WEBSITE_SITE_NAME')?.value]));
+  });
 });
 
 describe('Entra ingestion (APPLICATIONINSIGHTS_AUTHENTICATION_STRING): the SDK sends with the managed identity', () => {

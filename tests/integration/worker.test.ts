@@ -292,20 +292,57 @@ describe('a defect under the deployed Node options: the logged stack names the T
   });
 });
 
-describe('a setting that asks the telemetry SDK for a part the package leaves out (OTEL_PROPAGATORS=b3)', () => {
+/** Preloads of tests/support that produce faults no setting can (Node resolves them from the test's folder). */
+const preload = (file: string) => ['--require', join(__dirname, '..', 'support', file)];
+// Nothing listens at the ingestion endpoint: what is sent is not what these check.
+const TELEMETRY = 'InstrumentationKey=00000000-0000-4000-8000-000000000000;IngestionEndpoint=https://127.0.0.1:9/';
+
+describe.each([
+  [
+    'asks the SDK for a part the package leaves out (OTEL_PROPAGATORS=b3)',
+    { OTEL_PROPAGATORS: 'b3' },
+    [],
+    'OTEL_PROPAGATORS may list only tracecontext, baggage or none',
+  ],
+  ['would switch telemetry off (OTEL_SDK_DISABLED=true)', { OTEL_SDK_DISABLED: 'true' }, [], 'OTEL_SDK_DISABLED is not supported'],
+  [
+    'would start the browser SDK loader, not in the package (APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED=false)',
+    { APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED: 'false' },
+    [],
+    'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED is not supported',
+  ],
+  [
+    'reaches the SDK though the service did not see it (a fault: the browser loader stand-in throws inside initialize())',
+    { ENV_WATCH_LATE: 'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED=true' },
+    preload('envWatch.cjs'),
+    'is not in the bundle',
+  ],
+  [
+    'is switched off though the service did not see it (a fault: OTEL_SDK_DISABLED=true reaches only the SDK, which then registers nothing)',
+    { ENV_WATCH_LATE: 'OTEL_SDK_DISABLED=true' },
+    preload('envWatch.cjs'),
+    'no OpenTelemetry tracer or logger provider was registered',
+  ],
+  [
+    'meets an OpenTelemetry API registry it cannot use (a fault: the providers fail to register, reported only to diag)',
+    {},
+    preload('otelApiTaken.cjs'),
+    'the Application Insights SDK did not start (',
+  ],
+] as [string, Record<string, string>, string[], string][])('a telemetry setting or start-up that %s', (_what, settings, nodeArgs, message) => {
   let host: WorkerHost;
 
   beforeAll(async () => {
-    // Nothing listens at the ingestion endpoint: what is sent is not what this describe checks.
-    const telemetry = 'InstrumentationKey=00000000-0000-4000-8000-000000000000;IngestionEndpoint=https://127.0.0.1:9/';
-    ({ host } = await startWorker({ ...harness.settings, APPLICATIONINSIGHTS_CONNECTION_STRING: telemetry, OTEL_PROPAGATORS: 'b3' }));
+    ({ host } = await startWorker({ ...harness.settings, APPLICATIONINSIGHTS_CONNECTION_STRING: TELEMETRY, ...settings }, nodeArgs));
   }, 30_000);
 
   afterAll(() => host?.kill());
 
-  test('is a misconfigured instance: the generic 500, the setting named at Error level', async () => {
+  test('is a misconfigured instance, not a silent one: the generic 500, the cause named at Error level and at start-up', async () => {
     const reply = await post(host, [draw(1001)]);
     expect(reply.status).toBe(500);
-    expect(logsOf(host, reply)).toEqual([{ level: 'Error', message: expect.stringContaining('OTEL_PROPAGATORS may list only tracecontext, baggage or none') }]);
+    expect(reply.body).toEqual(JSON.parse(internalError(reply.invocationId).body as string));
+    expect(logsOf(host, reply)).toEqual([{ level: 'Error', message: expect.stringContaining(message) }]);
+    expect(host.output).toContain(message);
   });
 });

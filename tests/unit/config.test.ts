@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, SETTING_NAMES, loadConfig, type Settings } from '../../lib/config';
+import { ConfigError, REFUSED_TELEMETRY_SETTINGS, SETTING_NAMES, loadConfig, type Settings } from '../../lib/config';
 
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
 const DERIVED_URL = `https://login.microsoftonline.com/${TENANT}/v2.0/.well-known/openid-configuration`;
@@ -368,7 +368,12 @@ describe('no problem echoes the value of a setting that may hold a secret (the m
     ['TABLES_CONNECTION_STRING', 'AccountName=a;AccountKey=secret-marker-3'],
   ])('%s', (setting, value) => {
     const error = configError(
-      withEnv({ [setting]: value, ...(setting.startsWith('APPLICATIONINSIGHTS_AUTH') && { APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=x' }) }),
+      withEnv({
+        [setting]: value,
+        ...(setting.startsWith('APPLICATIONINSIGHTS_AUTH') && {
+          APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-4000-8000-000000000000',
+        }),
+      }),
     );
     expect(error.problems).toEqual([expect.stringContaining(setting)]);
     expect(error.message).not.toContain('secret-marker');
@@ -394,6 +399,68 @@ describe('telemetry settings that would need parts the package does not carry ar
   });
 
   test('without a connection string no SDK is loaded, and they do not matter', () => {
-    expect(() => loadConfig(withEnv({ OTEL_PROPAGATORS: 'b3', APPLICATIONINSIGHTS_CONFIGURATION_CONTENT: '{}' }))).not.toThrow();
+    expect(() => loadConfig(withEnv({ OTEL_PROPAGATORS: 'b3', APPLICATIONINSIGHTS_CONFIGURATION_CONTENT: '{}', OTEL_SDK_DISABLED: 'true' }))).not.toThrow();
+  });
+
+  // Values that would switch telemetry off or reach a stand-in; any non-empty value is refused alike.
+  const EXAMPLES: Record<string, string> = {
+    OTEL_SDK_DISABLED: 'true',
+    OTEL_TRACES_SAMPLER: 'always_off',
+    APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED: 'false',
+  };
+  test.each(Object.keys(REFUSED_TELEMETRY_SETTINGS))('%s, set, is refused by name with why, and the SDK is not started', (name) => {
+    const error = configError(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, [name]: EXAMPLES[name] ?? '1' }));
+    expect(error.problems).toEqual([`${name} is not supported: ${REFUSED_TELEMETRY_SETTINGS[name]}`]);
+    expect(error.telemetry).toBeUndefined();
+  });
+});
+
+describe('APPLICATIONINSIGHTS_CONNECTION_STRING must carry a valid InstrumentationKey (without one the SDK starts silent)', () => {
+  const key = '0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9';
+  test.each([
+    [`InstrumentationKey=${key}`, `InstrumentationKey=${key}`],
+    [
+      `InstrumentationKey=${key};IngestionEndpoint=https://westeurope-5.in.applicationinsights.azure.com/;LiveEndpoint=https://westeurope.livediagnostics.monitor.azure.com/;ApplicationId=1a2b`,
+      `InstrumentationKey=${key};IngestionEndpoint=https://westeurope-5.in.applicationinsights.azure.com/;LiveEndpoint=https://westeurope.livediagnostics.monitor.azure.com/;ApplicationId=1a2b`,
+    ],
+    // What the SDK would report as an error (spaces, a trailing ";") or refuse (an upper-case key) is passed to it normalised.
+    [
+      ` instrumentationkey = ${key.toUpperCase()} ; EndpointSuffix=applicationinsights.azure.cn;`,
+      `instrumentationkey=${key};EndpointSuffix=applicationinsights.azure.cn`,
+    ],
+    [`InstrumentationKey=${key};IngestionEndpoint=http://127.0.0.1:4318/`, `InstrumentationKey=${key};IngestionEndpoint=http://127.0.0.1:4318/`],
+  ])('%s is accepted, and given to the SDK as %s', (value, given) => {
+    expect(loadConfig(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: value })).telemetry?.connectionString).toBe(given);
+  });
+
+  test.each([
+    ['AZURE_LOG_LEVEL', 'debug', /AZURE_LOG_LEVEL must be one of verbose, info, warning, error/],
+    ['AZURE_LOG_LEVEL', 'WARNING', /AZURE_LOG_LEVEL must be one of/],
+    ['OTEL_NODE_RESOURCE_DETECTORS', 'env, host', /OTEL_NODE_RESOURCE_DETECTORS must list/],
+    ['OTEL_NODE_RESOURCE_DETECTORS', 'gcp', /OTEL_NODE_RESOURCE_DETECTORS must list/],
+  ])('honoured %s=%p in a form the SDK would fail on is refused by name', (name, value, message) => {
+    expect(configError(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: `InstrumentationKey=${key}`, [name]: value })).problems).toEqual([
+      expect.stringMatching(message),
+    ]);
+  });
+  test.each([
+    ['AZURE_LOG_LEVEL', 'warning'],
+    ['OTEL_NODE_RESOURCE_DETECTORS', 'env,host,azure_functions'],
+  ])('%s=%p is accepted', (name, value) => {
+    expect(loadConfig(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: `InstrumentationKey=${key}`, [name]: value })).telemetry).toBeDefined();
+  });
+  test.each([
+    ['IngestionEndpoint=https://westeurope-5.in.applicationinsights.azure.com/', /must carry InstrumentationKey=<GUID>/],
+    ['InstrumentationKey=;IngestionEndpoint=https://in.example/', /must carry InstrumentationKey=<GUID>/],
+    ['InstrumentationKey=my-key', /must carry InstrumentationKey=<GUID>/],
+    [`InstrumentationKey=${key};IngestionEndpoint=http://in.example/`, /endpoints must be https URLs/],
+    [`InstrumentationKey=${key};IngestionEndpoint=in.example`, /endpoints must be https URLs/],
+    [`InstrumentationKey=${key};garbage`, /Key=value pairs separated by ";"/],
+    [`InstrumentationKey=${key};IngestionEndpoint=https://in.example/?a=b`, /Key=value pairs separated by ";"/],
+  ])('%s is refused, naming what is wrong', (value, message) => {
+    const error = configError(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: value }));
+    expect(error.problems).toEqual([expect.stringMatching(message)]);
+    expect(error.problems[0]).toMatch(/^APPLICATIONINSIGHTS_CONNECTION_STRING/);
+    expect(error.telemetry).toBeUndefined();
   });
 });

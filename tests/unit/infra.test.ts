@@ -914,7 +914,7 @@ describe('the on-call workbook', () => {
       ...(literalVar(alerts, 'rateAlerts') as ObjectValue[]).map((a) => a.description),
       ...alerts.resources.filter((r) => r.type !== 'Microsoft.Insights/webtests' && r.symbol !== 'rateRules').map((r) => at(r.body, 'properties.description')),
     ];
-    expect(descriptions).toHaveLength(5);
+    expect(descriptions).toHaveLength(6);
     for (const d of descriptions) expect(exprText(d)).toContain('Workbook: ${workbookUrl}');
   });
 

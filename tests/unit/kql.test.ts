@@ -38,7 +38,9 @@ function alertQueries(): [string, string][] {
         .replace(/\$\{invocations\}/g, invocations)
         .replace(/\$\{eventName\}/g, eventName)
         .replace(/\$\{alert\.outcome\}/g, outcome ?? '')
-        .replace(/\$\{minimumFailures\}/g, '3');
+        .replace(/\$\{minimumFailures\}/g, '3')
+        .replace(/\$\{minimumSilentRequests\}/g, '3')
+        .replace(/\$\{functionName\}/g, /^var functionName = '(\w+)'$/m.exec(alerts)?.[1] as string);
       if (query.includes('${')) throw new Error(`an interpolation this test does not compose: ${query}`);
       queries.push([`alert query${outcome === undefined ? '' : ` (${outcome})`}`, query]);
     }
@@ -94,7 +96,7 @@ const unwrittenKeysOf = (query: string) =>
 test('the queries are all found: runbook, alert rules and workbook', () => {
   const count = (prefix: string) => QUERIES.filter(([name]) => name.startsWith(prefix)).length;
   expect(count('docs/runbook.md')).toBeGreaterThanOrEqual(10);
-  expect(count('alert query')).toBe(4); // the 500 and 502 rates, the 401 spike, a commit's outcome unknown
+  expect(count('alert query')).toBe(5); // the 500 and 502 rates, the 401 spike, a commit's outcome unknown, telemetry silence
   expect(count('workbook tile')).toBeGreaterThanOrEqual(10);
   expect(alertQueries().every(([, q]) => q.includes(`name == "${EVENT_NAME}"`))).toBe(true);
 }, 30_000);
