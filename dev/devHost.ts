@@ -211,7 +211,9 @@ async function main(): Promise<void> {
   try {
     host = await startDevHost(process.env, batchedStdout());
   } catch (error) {
-    console.error(error instanceof ConfigError || error instanceof TelemetryStartError ? error.message : `Start-up failed: ${(error as Error).stack ?? String(error)}`);
+    console.error(
+      error instanceof ConfigError || error instanceof TelemetryStartError ? error.message : `Start-up failed: ${(error as Error).stack ?? String(error)}`,
+    );
     process.exit(1);
   }
   if (host.embeddedStorage) console.log(describeDemoData());
