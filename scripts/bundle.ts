@@ -29,8 +29,12 @@ function writeWhole(path: string, contents: string | Uint8Array): void {
  * bundle and pack in parallel Jest workers, and one may read the bundle while the other rewrites it
  * with the same bytes). Returns the folders of the packages whose code went in.
  */
-async function build(options: BuildOptions): Promise<string[]> {
+async function build(options: BuildOptions, standInImports: { importer: string; standIn: string }[] = []): Promise<string[]> {
   const result = await esbuild({ ...options, write: false, metafile: true });
+  for (const [importer, input] of Object.entries(result.metafile.inputs))
+    for (const imported of input.imports)
+      if (imported.path.startsWith('not-shipped:'))
+        standInImports.push({ importer: importer.replace(/^.*node_modules\//, ''), standIn: imported.path.slice('not-shipped:'.length) });
   // BUNDLE_METAFILE=1: esbuild's metafile beside each output (what is in it, by input), for size work.
   if (process.env.BUNDLE_METAFILE && options.outfile !== undefined) writeWhole(`${options.outfile}.meta.json`, JSON.stringify(result.metafile));
   for (const file of result.outputFiles) writeWhole(file.path, file.contents);
@@ -67,7 +71,13 @@ export function thirdPartyNotices(packageDirs: readonly string[]): string {
 
 export const NOTICES = join(dirname(BUNDLE), 'THIRD-PARTY-NOTICES.txt');
 
-export async function bundle(): Promise<void> {
+/** What a build put in: every import of a stand-in (scripts/bundlePlugins.ts STAND_IN_PATHS), by its importer. */
+export interface BundleReport {
+  readonly standInImports: readonly { readonly importer: string; readonly standIn: string }[];
+}
+
+export async function bundle(): Promise<BundleReport> {
+  const standInImports: { importer: string; standIn: string }[] = [];
   const common: BuildOptions = {
     bundle: true,
     absWorkingDir: ROOT, // the metafile's paths are relative to it (the licence notices read them)
@@ -87,12 +97,15 @@ export async function bundle(): Promise<void> {
     logLevel: 'warning',
   };
   const packages = [
-    ...(await build({
-      ...common,
-      entryPoints: [join(ROOT, 'functions', 'main.ts')],
-      outfile: BUNDLE,
-      plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, oneCopy(ROOT), oneDialect],
-    })),
+    ...(await build(
+      {
+        ...common,
+        entryPoints: [join(ROOT, 'functions', 'main.ts')],
+        outfile: BUNDLE,
+        plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, oneCopy(ROOT), oneDialect],
+      },
+      standInImports,
+    )),
     ...(await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') })),
     ...(await build({
       ...common,
@@ -101,6 +114,7 @@ export async function bundle(): Promise<void> {
     })),
   ];
   writeWhole(NOTICES, thirdPartyNotices(packages));
+  return { standInImports };
 }
 
 if (require.main === module) {

@@ -72,6 +72,110 @@ export const NOT_SHIPPED_FILES = [
   '@azure/monitor-opentelemetry/dist/commonjs/browserSdkLoader/browserSdkLoader.js',
 ] as const;
 
+/** Where the bundle imports a stand-in, and what could make that code use it. */
+export interface StandInPath {
+  /** The importing module, as its path under node_modules. */
+  readonly importer: string;
+  /** The stand-ins it imports (a NOT_SHIPPED package, or a NOT_SHIPPED_FILES file). */
+  readonly standIns: readonly string[];
+  /** Each setting (`NAME=value`) that would make it use one; every one is refused by lib/config.ts. */
+  readonly reachedBy: readonly string[];
+  /** Why no other setting reaches it. */
+  readonly why: string;
+}
+
+const OTLP_TRACE = ['@opentelemetry/exporter-trace-otlp-grpc', '@opentelemetry/exporter-trace-otlp-proto', '@opentelemetry/exporter-trace-otlp-http'];
+const OTLP_LOGS = ['@opentelemetry/exporter-logs-otlp-grpc', '@opentelemetry/exporter-logs-otlp-proto', '@opentelemetry/exporter-logs-otlp-http'];
+const OTLP_METRICS = ['@opentelemetry/exporter-metrics-otlp-grpc', '@opentelemetry/exporter-metrics-otlp-proto', '@opentelemetry/exporter-metrics-otlp-http'];
+/** JSON configuration reaches every option of the SDK, so it can turn any of these on. */
+const JSON_CONFIGURATION = [
+  'APPLICATIONINSIGHTS_CONFIGURATION_CONTENT={"enableLiveMetrics":true}',
+  'APPLICATIONINSIGHTS_CONFIGURATION_FILE=/home/site/applicationinsights.json',
+];
+const MO = '@azure/monitor-opentelemetry/dist/commonjs';
+
+/**
+ * Every import of a stand-in in the bundle (read from esbuild's metafile), with the settings through
+ * which the importing code could use it. The package test fails on an import not listed here: a new
+ * code path to a part the package does not carry must be looked at, and its settings refused, before it
+ * ships (docs/decisions.md, "Telemetry settings"). tests/unit/config.test.ts refuses each `reachedBy`.
+ */
+export const STAND_IN_PATHS: readonly StandInPath[] = [
+  {
+    importer: '@opentelemetry/sdk-node/build/src/utils.js',
+    standIns: [
+      ...OTLP_TRACE,
+      '@opentelemetry/exporter-zipkin',
+      ...OTLP_METRICS,
+      '@opentelemetry/otlp-grpc-exporter-base',
+      '@opentelemetry/configuration',
+      '@opentelemetry/propagator-b3',
+      '@opentelemetry/propagator-jaeger',
+    ],
+    reachedBy: ['OTEL_PROPAGATORS=b3', 'OTEL_PROPAGATORS=b3multi', 'OTEL_PROPAGATORS=jaeger'],
+    why: 'exporters and metric readers are built from OTEL_*_EXPORTER only when NodeSDK is given none, and useAzureMonitor always gives its own; configuration serves only startNodeSDK, which nothing calls',
+  },
+  {
+    importer: '@opentelemetry/sdk-node/build/src/sdk.js',
+    standIns: [...OTLP_LOGS, '@opentelemetry/exporter-prometheus'],
+    reachedBy: [],
+    why: 'built from OTEL_LOGS_EXPORTER / OTEL_METRICS_EXPORTER only without log record processors or metric readers, which useAzureMonitor always gives',
+  },
+  {
+    importer: '@opentelemetry/sdk-node/build/src/create-from-config.js',
+    standIns: OTLP_LOGS,
+    reachedBy: [],
+    why: 'startNodeSDK (declarative configuration), which nothing calls',
+  },
+  {
+    importer: '@opentelemetry/sdk-node/build/src/start.js',
+    standIns: ['@opentelemetry/configuration'],
+    reachedBy: [],
+    why: 'startNodeSDK, which nothing calls',
+  },
+  {
+    importer: 'applicationinsights/out/src/main.js',
+    standIns: ['@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-logs-otlp-http'],
+    reachedBy: JSON_CONFIGURATION,
+    why: 'OTLP export is turned on only by otlp*ExporterConfig options, which lib/telemetry.ts does not set',
+  },
+  {
+    importer: 'applicationinsights/out/src/shim/telemetryClientProvider.js',
+    standIns: ['@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-logs-otlp-http', '@opentelemetry/exporter-metrics-otlp-http'],
+    reachedBy: [],
+    why: 'used only by a TelemetryClient made with useGlobalProviders: false, which lib/telemetry.ts does not make',
+  },
+  {
+    importer: `${MO}/index.js`,
+    standIns: [`${MO}/browserSdkLoader/browserSdkLoader.js`],
+    reachedBy: ['APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED=false', ...JSON_CONFIGURATION],
+    why: 'the browser SDK loader starts only when asked for',
+  },
+  {
+    importer: `${MO}/metrics/handler.js`,
+    standIns: [`${MO}/metrics/quickpulse/liveMetrics.js`],
+    reachedBy: JSON_CONFIGURATION,
+    why: 'lib/telemetry.ts sets enableLiveMetrics: false',
+  },
+  {
+    importer: `${MO}/logs/handler.js`,
+    standIns: ['@opentelemetry/instrumentation-bunyan', '@opentelemetry/instrumentation-winston', '@opentelemetry/instrumentation-console'],
+    reachedBy: JSON_CONFIGURATION,
+    why: 'lib/telemetry.ts turns console and external-logger collection off',
+  },
+  {
+    importer: `${MO}/traces/handler.js`,
+    standIns: [
+      '@opentelemetry/instrumentation-mongodb',
+      '@opentelemetry/instrumentation-mysql',
+      '@opentelemetry/instrumentation-pg',
+      '@opentelemetry/instrumentation-redis',
+    ],
+    reachedBy: JSON_CONFIGURATION,
+    why: 'lib/telemetry.ts turns these instrumentations off',
+  },
+];
+
 /** A module with the real one's export names (read at build time) whose functions and classes throw when used. */
 function standIn(name: string, modulePath: string): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

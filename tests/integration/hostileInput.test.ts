@@ -133,7 +133,8 @@ async function check(c: Case): Promise<void> {
   const { text, expected: fromBody } = c.body.render(loans);
   const { headers, token: bearer, verdict } = c.header.apply(token, randomUUID());
   const expected = expectedFor(verdict, Buffer.byteLength(text), fromBody);
-  const { results, stallMs } = await leastStall(() => h.post(text, { headers, token: bearer }), STALL_BUDGET_MS);
+  // The least of up to 5 runs: a neighbour's burst on a shared 2-core machine passes, linear-or-worse work on this text does not.
+  const { results, stallMs } = await leastStall(() => h.post(text, { headers, token: bearer }), STALL_BUDGET_MS, 5);
   for (const reply of results) {
     expect(reply.status).not.toBe(500);
     if (reply.status === 204 && reply.headers['idempotent-replay'] === undefined) accepted.add(reply.headers['x-request-id']);

@@ -10,7 +10,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { bundle } from '../../scripts/bundle';
+import { bundle, type BundleReport } from '../../scripts/bundle';
+import { NOT_SHIPPED, NOT_SHIPPED_FILES, STAND_IN_PATHS } from '../../scripts/bundlePlugins';
 import {
   PACKAGED_CODE,
   PACKAGED_MAIN,
@@ -37,11 +38,12 @@ let zipFile: string;
 let report: PackageReport;
 let paths: Set<string>;
 let buildMs: number;
+let built: BundleReport;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'package-test-'));
   zipFile = join(work, 'draw-request-service.zip');
-  await bundle(); // as `npm run package` does before packaging
+  built = await bundle(); // as `npm run package` does before packaging
   const started = Date.now();
   report = await buildPackage(ROOT, zipFile);
   buildMs = Date.now() - started;
@@ -135,6 +137,20 @@ describe('the package Flex Consumption deploys', () => {
       ),
     ).toEqual([]);
     expect(sources).toEqual(expect.arrayContaining(['not-shipped:@opentelemetry/exporter-trace-otlp-grpc', 'not-shipped:@opentelemetry/propagator-b3']));
+  });
+
+  test('every import of a stand-in is a path listed with the settings that could reach it (scripts/bundlePlugins.ts STAND_IN_PATHS), and every listed one is there', () => {
+    const found = built.standInImports.map(({ importer, standIn }) => `${importer} → ${standIn}`);
+    const listed = STAND_IN_PATHS.flatMap((path) => path.standIns.map((standIn) => `${path.importer} → ${standIn}`));
+    expect(found.length).toBeGreaterThan(20);
+    expect([...new Set(found)].filter((f) => !listed.includes(f))).toEqual([]); // a new code path to a part not shipped
+    expect(listed.filter((l) => !found.includes(l))).toEqual([]); // a listed path no longer in the bundle
+    // Every stand-in is imported by a listed path (NOT_SHIPPED packages imported only through another stand-in excepted).
+    const imported = new Set(built.standInImports.map((i) => i.standIn));
+    expect([...NOT_SHIPPED, ...NOT_SHIPPED_FILES].filter((n) => !imported.has(n))).toEqual([
+      '@microsoft/applicationinsights-web-snippet',
+      '@opentelemetry/instrumentation-redis-4',
+    ]);
   });
 
   test("the bundle's source maps: mappings to the service's own sources, no source text, a fraction of the zip", () => {

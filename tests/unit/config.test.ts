@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { STAND_IN_PATHS } from '../../scripts/bundlePlugins';
 import { ConfigError, REFUSED_TELEMETRY_SETTINGS, SETTING_NAMES, loadConfig, type Settings } from '../../lib/config';
 
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
@@ -462,5 +463,33 @@ describe('APPLICATIONINSIGHTS_CONNECTION_STRING must carry a valid Instrumentati
     expect(error.problems).toEqual([expect.stringMatching(message)]);
     expect(error.problems[0]).toMatch(/^APPLICATIONINSIGHTS_CONNECTION_STRING/);
     expect(error.telemetry).toBeUndefined();
+  });
+});
+
+describe('stand-ins are unreachable: every setting through which bundled code could use one is refused by name (scripts/bundlePlugins.ts STAND_IN_PATHS)', () => {
+  const appInsights = 'InstrumentationKey=00000000-0000-4000-8000-000000000000';
+  const reached = STAND_IN_PATHS.flatMap((path) => path.reachedBy.map((setting) => [setting, path.importer] as const));
+
+  test('the settings listed', () => {
+    expect(new Set(reached.map(([setting]) => setting.split('=')[0]))).toEqual(
+      new Set([
+        'OTEL_PROPAGATORS',
+        'APPLICATIONINSIGHTS_CONFIGURATION_CONTENT',
+        'APPLICATIONINSIGHTS_CONFIGURATION_FILE',
+        'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED',
+      ]),
+    );
+  });
+
+  test.each(reached)('%s (reaching a stand-in through %s) is refused, naming it, and the SDK is not started', (setting) => {
+    const at = setting.indexOf('=');
+    const name = setting.slice(0, at);
+    const error = configError(withEnv({ APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights, [name]: setting.slice(at + 1) }));
+    expect(error.problems).toEqual([expect.stringMatching(new RegExp(`^${name} `))]);
+    expect(error.telemetry).toBeUndefined();
+  });
+
+  test('a path no setting reaches says why', () => {
+    for (const path of STAND_IN_PATHS) expect(path.why.length).toBeGreaterThan(20);
   });
 });
