@@ -80,9 +80,10 @@ async function tokenFor(clientId: string, expired = false): Promise<string> {
   return token;
 }
 
-async function post(name: string, token: string, body: unknown): Promise<void> {
+/** POSTs `body` through `to` (the main scenario's worker by default) with a traceParent, and notes the answer under `name` in `into`. */
+async function post(name: string, token: string, body: unknown, to: WorkerHost = host, into: Record<string, Sent> = sent): Promise<void> {
   const traceId = randomBytes(16).toString('hex');
-  const reply = await host.invoke({
+  const reply = await to.invoke({
     method: 'POST',
     url: FUNCTION_URL,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -90,7 +91,7 @@ async function post(name: string, token: string, body: unknown): Promise<void> {
     traceParent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
   });
   expect(reply.headers['x-request-id']).toBe(reply.invocationId);
-  sent[name] = { status: reply.status, requestId: reply.invocationId, traceId };
+  into[name] = { status: reply.status, requestId: reply.invocationId, traceId };
 }
 
 /**
@@ -372,17 +373,8 @@ describe('every honoured variable set at once (the values of the table): telemet
     for (const [name, body] of [
       ['accepted', [{ loanNumber: 501, requestor: REQUESTOR, amount: 10 }]],
       ['rejected', [{ loanNumber: 9999, requestor: REQUESTOR, amount: 5 }]],
-    ] as const) {
-      const traceId = randomBytes(16).toString('hex');
-      const reply = await worker.invoke({
-        method: 'POST',
-        url: FUNCTION_URL,
-        headers: { authorization: `Bearer ${good}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-        traceParent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
-      });
-      answers[name] = { status: reply.status, requestId: reply.invocationId, traceId };
-    }
+    ] as const)
+      await post(name, good, body, worker, answers);
     await worker.terminate(GRACE_MS);
     await storage.stop(true);
   }, 90_000);
