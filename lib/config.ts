@@ -266,64 +266,86 @@ const CARRIED_PROPAGATORS = new Set(['tracecontext', 'baggage', 'none']);
  * docs/decisions.md, "Telemetry settings"; tests/integration/telemetry.test.ts fails on a variable the
  * SDK reads that the table does not list.
  */
-export const REFUSED_TELEMETRY_SETTINGS: Readonly<Record<string, string>> = {
-  APPLICATIONINSIGHTS_CONFIGURATION_CONTENT: 'telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses',
-  APPLICATIONINSIGHTS_CONFIGURATION_FILE: 'telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses',
-  APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED: 'the browser SDK loader is not in the package (any value turns it on, and the SDK would then not start)',
-  APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_CONNECTION_STRING: 'the browser SDK loader is not in the package',
-  APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_SOURCE: 'the browser SDK loader is not in the package',
-  APPLICATIONINSIGHTS_LOG_DESTINATION: "the SDK's own diagnostics must reach the host's log, where on-call reads them",
-  APPLICATIONINSIGHTS_LOGDIR: "the SDK's own diagnostics must reach the host's log, where on-call reads them",
-  APPLICATIONINSIGHTS_METRICS_TO_LOGANALYTICS_ENABLED: 'it switches off part of what Application Insights keeps',
-  APPLICATIONINSIGHTS_OPENTELEMETRY_RESOURCE_METRIC_DISABLED: 'it switches off part of what Application Insights keeps',
-  APPLICATIONINSIGHTS_SDKSTATS_DISABLED: "it switches off the SDK's counts of items sent, dropped and retried, which go to this service's own resource",
-  APPLICATION_INSIGHTS_NO_DIAGNOSTIC_CHANNEL: 'it turns off the Azure SDK instrumentation: no Table Storage dependencies',
-  APPLICATION_INSIGHTS_NO_PATCH_MODULES: 'it turns off instrumentations by name: dependencies would be missing',
-  APPLICATION_INSIGHTS_NO_STANDARD_METRICS: "it turns off the standard metrics the portal's failure and performance views use",
-  AZURE_TRACING_DISABLED: 'it turns off the Azure SDK spans: no Table Storage dependencies',
-  AZURE_HTTP_TRACING_CHILDREN_DISABLED: 'it drops the HTTP calls under each Table Storage operation',
-  azure_tracing_disabled: 'it turns off the Azure SDK spans: no Table Storage dependencies',
-  azure_http_tracing_children_disabled: 'it drops the HTTP calls under each Table Storage operation',
-  OTEL_SDK_DISABLED: 'it turns the OpenTelemetry SDK off: nothing would be recorded',
-  OTEL_TRACES_SAMPLER: 'dependencies are sampled by TELEMETRY_SAMPLING_PERCENTAGE; this would override it (always_off drops them all)',
-  OTEL_TRACES_SAMPLER_ARG: 'dependencies are sampled by TELEMETRY_SAMPLING_PERCENTAGE; this would override it',
-  OTEL_TRACES_EXPORTER: 'telemetry goes to Application Insights only: the package carries no other exporter',
-  OTEL_LOGS_EXPORTER: 'telemetry goes to Application Insights only: the package carries no other exporter',
-  OTEL_METRICS_EXPORTER: 'telemetry goes to Application Insights only: the package carries no other exporter',
-  OTEL_EXPORTER_OTLP_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
-  OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
-  OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
-  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
-  OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'telemetry goes to Application Insights only: the package carries no OTLP exporter',
-  OTEL_NODE_EXPERIMENTAL_SDK_METRICS: 'an experimental SDK feature this package is not tested with',
-  OTEL_ATTRIBUTE_COUNT_LIMIT: 'it would drop dimensions of what the service records',
-  OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'it would truncate dimensions of what the service records',
-  OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: 'it would drop attributes of dependencies',
-  OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'it would truncate attributes of dependencies',
-  OTEL_SPAN_EVENT_COUNT_LIMIT: 'it would drop span events (exceptions of dependencies)',
-  OTEL_SPAN_LINK_COUNT_LIMIT: 'it would drop span links',
-  OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT: 'it would drop attributes of span events',
-  OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT: 'it would drop attributes of span links',
-  OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT: 'it would drop dimensions of events and traces',
-  OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT: 'it would truncate dimensions of events and traces',
-  OTEL_BSP_SCHEDULE_DELAY: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
-  OTEL_BSP_EXPORT_TIMEOUT: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
-  OTEL_BSP_MAX_QUEUE_SIZE: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
-  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'batching of dependencies is tuned in code (a wrong value drops or delays them)',
-  OTEL_BLRP_SCHEDULE_DELAY: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
-  OTEL_BLRP_EXPORT_TIMEOUT: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
-  OTEL_BLRP_MAX_QUEUE_SIZE: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
-  OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: 'batching of events and traces is tuned in code (a wrong value drops or delays them)',
-  OTEL_METRIC_EXPORT_INTERVAL: 'metric export is tuned in code',
-  OTEL_METRIC_EXPORT_TIMEOUT: 'metric export is tuned in code',
-  ...Object.fromEntries(
-    ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'all_proxy', 'no_proxy'].map((name) => [
-      name,
-      'the service reaches Application Insights, storage and the identity provider directly (or through the VNet): a proxy is not supported',
-    ]),
-  ),
-};
+export const REFUSED_TELEMETRY_SETTINGS: Readonly<Record<string, string>> = Object.fromEntries(
+  (
+    [
+      [
+        'telemetry is configured in code (docs/contract.md §10), and the package carries only what that uses',
+        'APPLICATIONINSIGHTS_CONFIGURATION_CONTENT',
+        'APPLICATIONINSIGHTS_CONFIGURATION_FILE',
+      ],
+      [
+        'the browser SDK loader is not in the package (any value turns it on, and the SDK would then not start)',
+        'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_ENABLED',
+      ],
+      [
+        'the browser SDK loader is not in the package',
+        'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_CONNECTION_STRING',
+        'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_SOURCE',
+      ],
+      ["the SDK's own diagnostics must reach the host's log, where on-call reads them", 'APPLICATIONINSIGHTS_LOG_DESTINATION', 'APPLICATIONINSIGHTS_LOGDIR'],
+      [
+        'it switches off part of what Application Insights keeps',
+        'APPLICATIONINSIGHTS_METRICS_TO_LOGANALYTICS_ENABLED',
+        'APPLICATIONINSIGHTS_OPENTELEMETRY_RESOURCE_METRIC_DISABLED',
+      ],
+      ["it switches off the SDK's counts of items sent, dropped and retried, which go to this service's own resource", 'APPLICATIONINSIGHTS_SDKSTATS_DISABLED'],
+      ['it turns off the Azure SDK instrumentation: no Table Storage dependencies', 'APPLICATION_INSIGHTS_NO_DIAGNOSTIC_CHANNEL'],
+      ['it turns off instrumentations by name: dependencies would be missing', 'APPLICATION_INSIGHTS_NO_PATCH_MODULES'],
+      ["it turns off the standard metrics the portal's failure and performance views use", 'APPLICATION_INSIGHTS_NO_STANDARD_METRICS'],
+      ['it turns off the Azure SDK spans: no Table Storage dependencies', 'AZURE_TRACING_DISABLED', 'azure_tracing_disabled'],
+      ['it drops the HTTP calls under each Table Storage operation', 'AZURE_HTTP_TRACING_CHILDREN_DISABLED', 'azure_http_tracing_children_disabled'],
+      ['it turns the OpenTelemetry SDK off: nothing would be recorded', 'OTEL_SDK_DISABLED'],
+      ['dependencies are sampled by TELEMETRY_SAMPLING_PERCENTAGE; this would override it (always_off drops them all)', 'OTEL_TRACES_SAMPLER'],
+      ['dependencies are sampled by TELEMETRY_SAMPLING_PERCENTAGE; this would override it', 'OTEL_TRACES_SAMPLER_ARG'],
+      [
+        'telemetry goes to Application Insights only: the package carries no other exporter',
+        'OTEL_TRACES_EXPORTER',
+        'OTEL_LOGS_EXPORTER',
+        'OTEL_METRICS_EXPORTER',
+      ],
+      [
+        'telemetry goes to Application Insights only: the package carries no OTLP exporter',
+        'OTEL_EXPORTER_OTLP_PROTOCOL',
+        'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+        'OTEL_EXPORTER_OTLP_LOGS_PROTOCOL',
+        'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL',
+        'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT',
+        'OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION',
+      ],
+      ['an experimental SDK feature this package is not tested with', 'OTEL_NODE_EXPERIMENTAL_SDK_METRICS'],
+      ['it would drop dimensions of what the service records', 'OTEL_ATTRIBUTE_COUNT_LIMIT'],
+      ['it would truncate dimensions of what the service records', 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT'],
+      ['it would drop attributes of dependencies', 'OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT'],
+      ['it would truncate attributes of dependencies', 'OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT'],
+      ['it would drop span events (exceptions of dependencies)', 'OTEL_SPAN_EVENT_COUNT_LIMIT'],
+      ['it would drop span links', 'OTEL_SPAN_LINK_COUNT_LIMIT'],
+      ['it would drop attributes of span events', 'OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT'],
+      ['it would drop attributes of span links', 'OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT'],
+      ['it would drop dimensions of events and traces', 'OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT'],
+      ['it would truncate dimensions of events and traces', 'OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT'],
+      [
+        'batching of dependencies is tuned in code (a wrong value drops or delays them)',
+        'OTEL_BSP_SCHEDULE_DELAY',
+        'OTEL_BSP_EXPORT_TIMEOUT',
+        'OTEL_BSP_MAX_QUEUE_SIZE',
+        'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+      ],
+      [
+        'batching of events and traces is tuned in code (a wrong value drops or delays them)',
+        'OTEL_BLRP_SCHEDULE_DELAY',
+        'OTEL_BLRP_EXPORT_TIMEOUT',
+        'OTEL_BLRP_MAX_QUEUE_SIZE',
+        'OTEL_BLRP_MAX_EXPORT_BATCH_SIZE',
+      ],
+      ['metric export is tuned in code', 'OTEL_METRIC_EXPORT_INTERVAL', 'OTEL_METRIC_EXPORT_TIMEOUT'],
+      [
+        'the service reaches Application Insights, storage and the identity provider directly (or through the VNet): a proxy is not supported',
+        ...['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY'].flatMap((name) => [name, name.toLowerCase()]),
+      ],
+    ] as [string, ...string[]][]
+  ).flatMap(([why, ...names]) => names.map((name) => [name, why])),
+);
 
 /**
  * Settings the Application Insights SDK would read to switch telemetry or part of it off, or to use parts
@@ -369,11 +391,8 @@ const RESOURCE_DETECTORS = new Set([
  */
 function normalConnectionString(value: string, problems: string[]): string | undefined {
   const NAME = 'APPLICATIONINSIGHTS_CONNECTION_STRING';
-  const pairs = value
-    .split(';')
-    .filter((part) => part.trim() !== '')
-    .map((part) => part.split('=').map((side) => side.trim()));
-  if (pairs.some((pair) => pair.length !== 2 || pair[0] === '')) {
+  const pairs = settingPairs(value);
+  if (pairs === undefined) {
     problems.push(
       `${NAME} must be an Application Insights connection string: Key=value pairs separated by ";" (InstrumentationKey=<GUID>;IngestionEndpoint=https://…)`,
     );
@@ -393,23 +412,26 @@ function normalConnectionString(value: string, problems: string[]): string | und
   return pairs.map(([name, v]) => `${name}=${name.toLowerCase() === 'instrumentationkey' ? v.toLowerCase() : v}`).join(';');
 }
 
+/** `Key=value` pairs separated by `;` (Microsoft's connection and authentication strings), trimmed, empty parts skipped; undefined when a part is not one such pair. */
+function settingPairs(value: string): (readonly [string, string])[] | undefined {
+  const pairs = value
+    .split(';')
+    .filter((part) => part.trim() !== '')
+    .map((part) => part.split('=').map((side) => side.trim()));
+  return pairs.every((pair) => pair.length === 2 && pair[0] !== '') ? pairs.map(([name, v]) => [name, v] as const) : undefined;
+}
+
 /**
  * `Authorization=AAD` with an optional `ClientId=<guid>` (Microsoft's format for the Functions host and
  * the App Insights agent); the SDK's TelemetryClient does not read it itself, so the service does.
  */
 function authenticationString(value: string | undefined, problems: string[]): { clientId?: string } | undefined {
   if (value === undefined) return undefined;
-  const parts = new Map(
-    value
-      .split(';')
-      .filter((part) => part.trim() !== '')
-      .map((part) => {
-        const [key, ...rest] = part.split('=');
-        return [key.trim().toLowerCase(), rest.join('=').trim()] as const;
-      }),
-  );
+  const pairs = settingPairs(value);
+  const parts = new Map(pairs?.map(([name, v]) => [name.toLowerCase(), v]));
   const clientId = parts.get('clientid');
   const valid =
+    pairs !== undefined &&
     parts.get('authorization')?.toUpperCase() === 'AAD' &&
     [...parts.keys()].every((k) => k === 'authorization' || k === 'clientid') &&
     (clientId === undefined || GUID.test(clientId));
