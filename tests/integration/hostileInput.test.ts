@@ -334,12 +334,12 @@ const longLetters: fc.Arbitrary<Body> = fc
     label: `a ${where} of ${JSON.stringify(unit)} to ${over} bytes past the limit`,
     loans: 1,
     render([loan]) {
-      const fill = (n: number) => repeatTo(unit, n).slice(0, n);
-      const shell = elementText(where === 'key' ? [...drawFields(loan), ['', '0']] : drawFields(loan, { [where]: '""' }));
-      const room = LIMITS.bodyBytes + over - Buffer.byteLength(shell) - 2;
+      const withRun = (run: string) =>
+        `[${elementText(where === 'key' ? [...drawFields(loan), [run, '0']] : drawFields(loan, { [where]: JSON.stringify(run) }))}]`;
+      const room = LIMITS.bodyBytes + over - Buffer.byteLength(withRun(''));
       // As many characters of the unit as fill the room in UTF-8 (a unit may take 2 or 3 bytes a character).
-      const run = fill(Math.floor((room * unit.length) / Buffer.byteLength(unit)));
-      const text = `[${elementText(where === 'key' ? [...drawFields(loan), [run, '0']] : drawFields(loan, { [where]: JSON.stringify(run) }))}]`;
+      const length = Math.floor((room * unit.length) / Buffer.byteLength(unit));
+      const text = withRun(repeatTo(unit, length).slice(0, length));
       const verdict: Expected =
         where === 'requestor' ? { kind: 'elements', codes: new Map([[0, 'InvalidRequest']]), valid: [] } : { kind: 'status', status: 204 };
       return { text, expected: Buffer.byteLength(text) > LIMITS.bodyBytes ? request(DETAILS.tooLarge(LIMITS.bodyBytes)) : verdict };

@@ -50,12 +50,14 @@ const SDK_FAMILIES =
 
 type Verdict = 'honoured' | 'refused' | 'not a setting' | "the worker's";
 /** The table of docs/decisions.md, "Telemetry settings": each variable's verdict, and the value the honoured run sets. */
-function settingsTable(): Map<string, { verdict: Verdict; value?: string }> {
+function readSettingsTable(): Map<string, { verdict: Verdict; value?: string }> {
   const doc = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
   const section = /^## Telemetry settings$([\s\S]*?)^## /m.exec(doc)?.[1] ?? '';
   const rows = [...section.matchAll(/^\| `([^`]+)` \| (honoured|refused|not a setting|the worker's) \| (.*) \|$/gm)];
   return new Map(rows.map(([, name, verdict, text]) => [name, { verdict: verdict as Verdict, value: /; `([^`]*)`$/.exec(text)?.[1] }]));
 }
+
+const SETTINGS = readSettingsTable();
 
 /** What the table says of a name: a `DEBUG_*`-style row covers its family. */
 function inTable(table: Map<string, unknown>, name: string): boolean {
@@ -120,15 +122,20 @@ async function startWorker(to: Ingestion, settings: Record<string, string> = {},
   return worker;
 }
 
-beforeAll(async () => {
-  [app, ingestion, azurite, provider] = await Promise.all([packagedApp(), startIngestion(), startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
-  await createTables(azurite.connectionString, TABLES);
-  await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'tele-client', partnerId: 'TELE' });
-  await putPartner(tableClient(azurite.connectionString, TABLES.partnersTable), { clientId: 'unnamed-client' });
-  const loans = tableClient(azurite.connectionString, TABLES.loansTable);
+/** The scenarios' partners and loans: 501 with credit, 502 with little, 503 without numeric credit. */
+async function seed(connectionString: string): Promise<void> {
+  await createTables(connectionString, TABLES);
+  await putPartner(tableClient(connectionString, TABLES.partnersTable), { clientId: 'tele-client', partnerId: 'TELE' });
+  await putPartner(tableClient(connectionString, TABLES.partnersTable), { clientId: 'unnamed-client' });
+  const loans = tableClient(connectionString, TABLES.loansTable);
   await putLoan(loans, { loanNumber: 501, partnerId: 'TELE', availableCredit: 1000, fundingInvestorId: 'I' });
   await putLoan(loans, { loanNumber: 502, partnerId: 'TELE', availableCredit: 10, fundingInvestorId: 'I' });
   await loans.upsertEntity({ partitionKey: '503', rowKey: '', PartnerId: 'TELE', FundingInvestorId: 'I' }, 'Replace');
+}
+
+beforeAll(async () => {
+  [app, ingestion, azurite, provider] = await Promise.all([packagedApp(), startIngestion(), startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
+  await seed(azurite.connectionString);
 
   host = await startWorker(ingestion, { ENV_WATCH_FILE: envReadFile }, ['--require', ENV_WATCH]);
 
@@ -310,7 +317,7 @@ test('no token, secret, connection string, requestor or request body is sent', (
 });
 
 describe('every environment variable the telemetry SDK reads is in the table of docs/decisions.md, honoured or refused', () => {
-  const table = settingsTable();
+  const table = SETTINGS;
 
   test('the table is whole and agrees with lib/config.ts: its refused rows are exactly the variables refused by name', () => {
     expect(table.size).toBeGreaterThan(100);
@@ -350,7 +357,7 @@ describe('every honoured variable set at once (the values of the table): telemet
 
   beforeAll(async () => {
     const settings: Record<string, string> = {};
-    for (const [name, row] of settingsTable()) {
+    for (const [name, row] of SETTINGS) {
       if (row.verdict !== 'honoured' || row.value === undefined) continue;
       if (name.endsWith('*')) {
         const [k, v] = row.value.split('=');
@@ -360,14 +367,7 @@ describe('every honoured variable set at once (the values of the table): telemet
     honouredIngestion = await startIngestion();
     // Azurite is stopped by the main scenario: this one has storage of its own, and the same loans.
     const storage = await startAzurite();
-    await createTables(storage.connectionString, TABLES);
-    await putPartner(tableClient(storage.connectionString, TABLES.partnersTable), { clientId: 'tele-client', partnerId: 'TELE' });
-    await putLoan(tableClient(storage.connectionString, TABLES.loansTable), {
-      loanNumber: 501,
-      partnerId: 'TELE',
-      availableCredit: 1000,
-      fundingInvestorId: 'I',
-    });
+    await seed(storage.connectionString);
     worker = await startWorker(honouredIngestion, { ...settings, TABLES_CONNECTION_STRING: storage.connectionString });
     const good = await tokenFor('tele-client');
     for (const [name, body] of [
@@ -401,7 +401,7 @@ describe('every honoured variable set at once (the values of the table): telemet
     expect(dependencies).toEqual(expect.arrayContaining(['TableClient.listEntitiesPage', 'TableTransaction.submitTransaction']));
     expect(dependencies.some((n) => n.includes('/jwks') || n.includes('openid-configuration'))).toBe(true);
     // In a function app the site's name is the role on-call filters by (the Functions resource detector sets it).
-    expect(new Set(arrived.map((e) => e.tags['ai.cloud.role']))).toEqual(new Set([settingsTable().get('WEBSITE_SITE_NAME')?.value]));
+    expect(new Set(arrived.map((e) => e.tags['ai.cloud.role']))).toEqual(new Set([SETTINGS.get('WEBSITE_SITE_NAME')?.value]));
   });
 });
 
