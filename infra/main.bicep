@@ -69,7 +69,7 @@ param logDailyQuotaGb int = -1
 
 // ---------------------------------------------------------------- authentication (docs/contract.md §3)
 
-@description('AUTH_TENANT_ID: tenant of the API\'s app registration; by default the deployment\'s tenant.')
+@description('AUTH_TENANT_ID: tenant of the API\'s app registration; by default the deployment\'s tenant. Lower-cased wherever it is used, as Entra writes tenant ids.')
 param authTenantId string = tenant().tenantId
 
 @description('AUTH_AUTHORITY_HOST: the Microsoft Entra authority of this cloud.')
@@ -79,7 +79,7 @@ param authAuthorityHost string = environment().authentication.loginEndpoint
 @minLength(1)
 param authAudiences array
 
-@description('AUTH_ALLOWED_ISSUERS; empty: only the tenant\'s v2.0 issuer.')
+@description('AUTH_ALLOWED_ISSUERS; empty (recommended): the issuers of the tenant\'s v2.0 and v1 metadata, right in every cloud.')
 param authAllowedIssuers array = []
 
 @description('AUTH_REQUIRED_ROLE: the app role partners\' client applications are granted.')
@@ -196,9 +196,6 @@ var tableNames = [
 // The service's per-invocation event (lib/telemetry.ts EVENT_NAME), which the alerts query.
 var eventName = 'DrawRequestBatch'
 var authority = endsWith(authAuthorityHost, '/') ? substring(authAuthorityHost, 0, length(authAuthorityHost) - 1) : authAuthorityHost
-var issuers = empty(authAllowedIssuers) ? [
-  '${authority}/${authTenantId}/v2.0'
-] : authAllowedIssuers
 
 // ---------------------------------------------------------------- resources
 
@@ -274,10 +271,10 @@ module functionApp 'modules/functionApp.bicep' = {
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     appInsightsConnectionString: monitoring.outputs.connectionString
-    authTenantId: authTenantId
+    authTenantId: toLower(authTenantId)
     authAuthorityHost: authority
     authAudience: join(authAudiences, ',')
-    authAllowedIssuers: join(issuers, ',')
+    authAllowedIssuers: join(authAllowedIssuers, ',')
     authRequiredRole: authRequiredRole
     authPartnerClaim: authPartnerClaim
     authClockToleranceSeconds: authClockToleranceSeconds

@@ -10,11 +10,13 @@ import {
   jwtVerify,
   errors as joseErrors,
   type JSONWebKeySet,
+  type JWTHeaderParameters,
   type JWTPayload,
   type JWTVerifyGetKey,
   type JWTVerifyOptions,
 } from 'jose';
 import { isSecureOrLoopbackUrl, type AuthConfig } from './config';
+import { audienceForms, keyIssuerHolds, v1MetadataUrl, withTenant } from './entraTokens';
 import { LIMITS } from './limits';
 import { tracedFetch } from './telemetry';
 import { VerifiedTokens } from './verifiedTokens';
@@ -54,6 +56,7 @@ export type UnauthorizedCode =
   | 'ERR_AUTH_ALGORITHM' // alg not allowed (none, HS256 …)
   | 'ERR_AUTH_UNKNOWN_KEY' // kid not in the provider's key set
   | 'ERR_AUTH_SIGNATURE'
+  | 'ERR_AUTH_KEY_ISSUER' // the signing key is published for another issuer (claim iss)
   | 'ERR_AUTH_EXPIRED'
   | 'ERR_AUTH_CLAIM' // issuer, audience, nbf, missing exp … (see `claim`)
   | 'ERR_AUTH_TENANT' // tid is not the configured tenant
@@ -87,6 +90,8 @@ class IdentityProviderUnavailable extends Error {
 interface ProviderKeys {
   /** jwtVerify's options, built once per metadata fetch rather than per request. */
   readonly verifyOptions: JWTVerifyOptions;
+  /** The (v2) metadata's issuer, its `{tenantid}` filled with the configured tenant: what keys are held to. */
+  readonly metadataIssuer: string;
   readonly jwksUri: string;
   readonly resolver: KeyResolver;
   readonly fetchedAt: number;
@@ -94,6 +99,8 @@ interface ProviderKeys {
 
 interface KeyResolver {
   readonly getKey: JWTVerifyGetKey;
+  /** The `issuer` fields of the held keys that could verify a token with this header (those of its `kid`). */
+  keyIssuers(header: JWTHeaderParameters): unknown[];
   /**
    * Changes whenever the key set may have changed (at the start of every fetch). Undefined while a
    * fetch is in flight, once jose would refetch the set, or while held keys stand in for a provider
@@ -155,8 +162,9 @@ export class Authenticator {
     if (remembered !== undefined) return remembered;
 
     let claims: JWTPayload;
+    let header: JWTHeaderParameters;
     try {
-      ({ payload: claims } = await jwtVerify(token, keys.resolver.getKey, keys.verifyOptions));
+      ({ payload: claims, protectedHeader: header } = await jwtVerify(token, keys.resolver.getKey, keys.verifyOptions));
     } catch (error) {
       if (error instanceof IdentityProviderUnavailable) return { ok: false, failure: { kind: 'dependency', code: error.code } };
       const code = (error as { code?: string }).code;
@@ -166,6 +174,7 @@ export class Authenticator {
       throw error;
     }
 
+    if (!keyIssuerHolds(keys.resolver.keyIssuers(header), claims, keys.metadataIssuer)) return refuse('ERR_AUTH_KEY_ISSUER', true, 'iss');
     const { tenantId, requiredRole, partnerClaim } = this.config;
     if (tenantId !== undefined && claims.tid !== tenantId) return refuse('ERR_AUTH_TENANT', true, 'tid');
     // App-only tokens: a delegated token carries scp; Entra's idtyp, when present, says which.
@@ -213,30 +222,39 @@ export class Authenticator {
   }
 
   private async loadKeys(previous: ProviderKeys | undefined): Promise<ProviderKeys> {
-    const response = await providerFetch(this.config.openIdConfigUrl, {
+    const { openIdConfigUrl, tenantId, allowedIssuers } = this.config;
+    const v1Url = v1MetadataUrl(openIdConfigUrl);
+    const [v2, v1] = await Promise.all([this.metadata(openIdConfigUrl), v1Url === undefined ? undefined : this.metadata(v1Url)]);
+    const { jwks_uri: jwksUri } = v2;
+    if (typeof jwksUri !== 'string' || !isSecureOrLoopbackUrl(new URL(jwksUri))) throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
+    // Multi-tenant metadata names `{tenantid}`: this service serves one tenant, so that is the one filled in.
+    const ofTenant = (issuer: string) => (tenantId === undefined ? issuer : withTenant(issuer, tenantId));
+    const metadataIssuer = ofTenant(v2.issuer);
+    const issuers = allowedIssuers ?? [metadataIssuer, ...(v1 === undefined ? [] : [ofTenant(v1.issuer)])];
+    const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now);
+    const verifyOptions: JWTVerifyOptions = {
+      issuer: [...issuers],
+      audience: audienceForms(this.config.audiences),
+      algorithms: [...this.config.algorithms],
+      clockTolerance: this.config.clockToleranceSeconds,
+      requiredClaims: ['exp'],
+    };
+    const keys = { verifyOptions, metadataIssuer, jwksUri, resolver, fetchedAt: this.now() };
+    this.keys = keys;
+    return keys;
+  }
+
+  /** One OpenID metadata document: it must name its issuer. */
+  private async metadata(url: string): Promise<{ issuer: string; jwks_uri?: unknown }> {
+    const response = await providerFetch(url, {
       signal: AbortSignal.timeout(this.timings.fetchTimeoutMs),
       redirect: 'manual',
       headers: { accept: 'application/json' },
     });
     if (response.status !== 200) throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
     const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
-    const { issuer, jwks_uri: jwksUri } = metadata;
-    if (typeof issuer !== 'string' || typeof jwksUri !== 'string' || !isSecureOrLoopbackUrl(new URL(jwksUri))) {
-      throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
-    }
-    const issuers =
-      this.config.allowedIssuers ?? (this.config.tenantId === undefined ? [issuer] : [issuer, `https://sts.windows.net/${this.config.tenantId}/`]);
-    const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now);
-    const verifyOptions: JWTVerifyOptions = {
-      issuer: [...issuers],
-      audience: [...this.config.audiences],
-      algorithms: [...this.config.algorithms],
-      clockTolerance: this.config.clockToleranceSeconds,
-      requiredClaims: ['exp'],
-    };
-    const keys = { verifyOptions, jwksUri, resolver, fetchedAt: this.now() };
-    this.keys = keys;
-    return keys;
+    if (typeof metadata.issuer !== 'string') throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
+    return { issuer: metadata.issuer, jwks_uri: metadata.jwks_uri };
   }
 }
 
@@ -279,5 +297,7 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number):
       return fromHeldKeys(header, token);
     }
   };
-  return { getKey, keySetVersion: () => (remote.reloading || !remote.fresh || backingOff() ? undefined : version) };
+  const keyIssuers = (header: JWTHeaderParameters): unknown[] =>
+    (remote.jwks()?.keys ?? []).filter((jwk) => header.kid === undefined || jwk.kid === header.kid).map((jwk) => (jwk as { issuer?: unknown }).issuer);
+  return { getKey, keyIssuers, keySetVersion: () => (remote.reloading || !remote.fresh || backingOff() ? undefined : version) };
 }

@@ -4,24 +4,22 @@
  * while jose's cooldown since the last key-set fetch holds, and accepted once it has passed, after
  * exactly one refetch. JWKS fetches are counted at the local provider.
  *
+ * The clock is the test's (tests/support/clock.ts): "within the cooldown" is the clock not having moved,
+ * however slow the machine, and "past it" is the clock moved on, without waiting. The service's own
+ * default timings are used.
+ *
  * oauth2-mock-server: `keys.generate`/`keys.add` append a key, the JWKS serves every key, and
  * `keys.get()` without a kid is round-robin, so tokens here always name their kid.
  */
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
-import { DEFAULT_PROVIDER_TIMINGS, type ProviderTimings } from '../../lib/auth';
+import { DEFAULT_PROVIDER_TIMINGS } from '../../lib/auth';
 import { AUDIENCE, CLIENT, Harness, TENANT, draw, type Reply } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
+import { holdTheClock, moveClockTo } from '../support/clock';
 
-/** Short enough to wait out, long enough that the requests right after a fetch fall within it. */
-const COOLDOWN_MS = 1_500;
-const TIMINGS: ProviderTimings = {
-  ...DEFAULT_PROVIDER_TIMINGS,
-  // The cached key set stays fresh (10 min) throughout: only an unknown kid after the cooldown refetches.
-  jwksMaxAgeMs: 10 * 60 * 1000,
-  jwksCooldownMs: COOLDOWN_MS,
-};
+const COOLDOWN_MS = DEFAULT_PROVIDER_TIMINGS.jwksCooldownMs;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+holdTheClock();
 
 let h: Harness;
 /** When the provider served its key set to the service, and which kids it served. */
@@ -30,8 +28,12 @@ const served: { at: number; kids: string[] }[] = [];
 const retired = new Set<string>();
 let oldKid: string;
 
+/** The keys the provider will rotate to, generated before anything is fetched. */
+const upcoming: Record<string, JWK> = {};
+
 beforeAll(async () => {
-  h = await Harness.start({ AUTH_TENANT_ID: TENANT, AUTH_REQUIRED_ROLE: 'Draws.Submit' }, { providerTimings: TIMINGS });
+  for (const kid of ['rotated-1', 'rotated-2']) upcoming[kid] = await newSigningKey(kid);
+  h = await Harness.start({ AUTH_TENANT_ID: TENANT, AUTH_REQUIRED_ROLE: 'Draws.Submit' });
   const store = h.provider.server.issuer.keys;
   oldKid = store.toJSON()[0].kid;
   // The JWKS endpoint answers with keys.toJSON(): count each answer and leave out retired keys.
@@ -53,7 +55,7 @@ function mint(kid: string): Promise<string> {
   });
 }
 
-/** A new RSA key in JWK form with this kid, generated ahead so adding it to the provider is instant. */
+/** A new RSA key in JWK form with this kid. */
 async function newSigningKey(kid: string): Promise<JWK> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   return { ...(await exportJWK(privateKey)), kid, alg: 'RS256' };
@@ -94,22 +96,22 @@ test('a new kid is refused within the cooldown and picked up after it, on the sa
   await expectAccepted(await mint(oldKid));
   expect(served).toHaveLength(1);
   const fetchedAt = lastFetch().at;
-  const rotated = await newSigningKey('rotated-1');
 
   // The provider rotates: its key set now serves the new kid beside the old one.
-  await h.provider.server.issuer.keys.add(rotated);
+  await h.provider.server.issuer.keys.add(upcoming['rotated-1']);
   expect(await publishedKids()).toEqual([oldKid, 'rotated-1']);
 
   // Within the cooldown since the fetch, the new kid is unknown to the instance and not worth a refetch.
   await expectUnknownKey(await mint('rotated-1'));
   await Promise.all([1, 2, 3].map(async () => expectUnknownKey(await mint('rotated-1'))));
-  expect(Date.now() - fetchedAt).toBeLessThan(COOLDOWN_MS); // otherwise this machine is too slow for the test
+  moveClockTo(fetchedAt + COOLDOWN_MS - 1); // the last moment of the cooldown
+  await expectUnknownKey(await mint('rotated-1'));
   expect(served).toHaveLength(1);
   await expectAccepted(await mint(oldKid)); // the old key still verifies from the cached set
   expect(served).toHaveLength(1);
 
   // Past the cooldown, the first token with the new kid refetches the key set once and is accepted.
-  await sleep(fetchedAt + COOLDOWN_MS + 200 - Date.now());
+  moveClockTo(fetchedAt + COOLDOWN_MS);
   await expectAccepted(await mint('rotated-1'));
   expect(served).toHaveLength(2);
   expect(lastFetch().kids).toEqual([oldKid, 'rotated-1']);
@@ -120,11 +122,10 @@ test('a new kid is refused within the cooldown and picked up after it, on the sa
 });
 
 test('a key the provider retires is trusted until the key set is next fetched, then refused as unknown', async () => {
-  const rotated = await newSigningKey('rotated-2');
   const fetchedAt = lastFetch().at;
 
   // The provider publishes a newer key and drops the oldest from its key set.
-  await h.provider.server.issuer.keys.add(rotated);
+  await h.provider.server.issuer.keys.add(upcoming['rotated-2']);
   retired.add(oldKid);
   expect(await publishedKids()).toEqual(['rotated-1', 'rotated-2']);
 
@@ -136,7 +137,7 @@ test('a key the provider retires is trusted until the key set is next fetched, t
   expect(served).toHaveLength(2);
 
   // The new kid after the cooldown refetches; the set fetched no longer has the old key.
-  await sleep(fetchedAt + COOLDOWN_MS + 200 - Date.now());
+  moveClockTo(fetchedAt + COOLDOWN_MS);
   await expectAccepted(await mint('rotated-2'));
   expect(served).toHaveLength(3);
   expect(lastFetch().kids).toEqual(['rotated-1', 'rotated-2']);
@@ -146,7 +147,7 @@ test('a key the provider retires is trusted until the key set is next fetched, t
   await expectAccepted(await mint('rotated-1'));
 
   // Past that cooldown, the retired kid costs one refetch and is still unknown; then the cooldown holds again.
-  await sleep(lastFetch().at + COOLDOWN_MS + 200 - Date.now());
+  moveClockTo(lastFetch().at + COOLDOWN_MS);
   await expectUnknownKey(await mint(oldKid));
   expect(served).toHaveLength(4);
   await expectUnknownKey(await mint(oldKid));

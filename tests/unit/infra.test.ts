@@ -696,6 +696,53 @@ function literalVar(bicep: BicepFile, name: string): Value {
 
 // ----------------------------------------------------------------------------- resources
 
+/** The identifiers in `node` that refer to `name` (not declarations or property keys). */
+function references(node: SyntaxNode, name: string): SyntaxNode[] {
+  const found: SyntaxNode[] = [];
+  const visit = (n: SyntaxNode): void => {
+    const parent = n.parent;
+    const isName =
+      parent !== null && ['parameter_declaration', 'variable_declaration', 'object_property'].includes(parent.type) && named(parent)[0]?.id === n.id;
+    if (n.type === 'identifier' && n.text === name && !isName) found.push(n);
+    for (const child of n.namedChildren) visit(child);
+  };
+  visit(node);
+  return found;
+}
+
+describe('authentication settings are right in every cloud and for any spelling of the tenant', () => {
+  test('the tenant id is lower-cased wherever main.bicep uses it (Entra writes tid and issuers in lower case)', () => {
+    const uses = references(mainFile().root, 'authTenantId');
+    expect(uses.length).toBeGreaterThan(0);
+    for (const use of uses) {
+      const call = use.parent?.parent;
+      expect({
+        use: `${use.startPosition.row + 1}: ${call?.text ?? use.text}`,
+        lowered: call?.type === 'call_expression' && call.childForFieldName('function')?.text === 'toLower' && named(use.parent!).length === 1,
+      }).toEqual({
+        use: expect.any(String),
+        lowered: true,
+      });
+    }
+    // …and reaches the service unchanged: AUTH_TENANT_ID is the module parameter main.bicep lowered.
+    expect(exprText(mainModule('functionApp').params.authTenantId)).toBe('toLower(authTenantId)');
+    expect(exprText(appSettings().AUTH_TENANT_ID)).toBe('authTenantId');
+  });
+
+  test('no issuer is pinned: AUTH_ALLOWED_ISSUERS is only what the parameter lists, empty by default and in every environment', () => {
+    expect(exprText(mainModule('functionApp').params.authAllowedIssuers)).toBe("join(authAllowedIssuers, ',')");
+    expect(mainFile().params.get('authAllowedIssuers')?.defaultValue).toEqual([]);
+    for (const env of ENVIRONMENTS) expect(Object.keys(parameterFile(env).parameters)).not.toContain('authAllowedIssuers');
+  });
+
+  test('no template names a login or token-issuer host: the cloud comes from environment()', () => {
+    const hosts = /login\.microsoftonline|sts\.windows\.net|chinacloudapi|microsoftonline\.(us|cn)|\/v2\.0/;
+    for (const path of FILE_PATHS)
+      expect({ path: relative(ROOT, path), pinned: hosts.exec(readFileSync(path, 'utf8'))?.[0] }).toEqual({ path: relative(ROOT, path), pinned: undefined });
+    expect(exprText(mainFile().params.get('authAuthorityHost')?.defaultValue)).toBe('environment().authentication.loginEndpoint');
+  });
+});
+
 describe('security and hosting properties', () => {
   test('storage: no shared key, TLS 1.2, HTTPS only, no public blob access, private deployment container', () => {
     const storage = moduleFile('storage');
