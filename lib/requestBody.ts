@@ -76,10 +76,16 @@ interface ElementText {
 /**
  * What one pass over the text found: that it nests too deep to be read further, or its elements, and
  * the objects with more keys than the limit (refused before JSON.parse builds them): the indexes of the
- * elements holding them, or `root` for the body itself.
+ * elements holding them, or `root` for the body itself; and how many top-level elements it has.
  */
 type Scan =
-  { readonly tooDeep: true } | { readonly tooDeep: false; readonly elements: ReadonlyMap<number, ElementText>; readonly crowded: ReadonlySet<number | 'root'> };
+  | { readonly tooDeep: true }
+  | {
+      readonly tooDeep: false;
+      readonly elements: ReadonlyMap<number, ElementText>;
+      readonly crowded: ReadonlySet<number | 'root'>;
+      readonly elementCount: number;
+    };
 
 /**
  * One flat pass over the JSON text, before it is parsed: stops at the nesting limit, and reads the
@@ -144,7 +150,7 @@ function scanElements(text: string): Scan {
         expectKey = false;
     }
   }
-  return { tooDeep: false, elements: found, crowded };
+  return { tooDeep: false, elements: found, crowded, elementCount: index + 1 };
 }
 
 function checkElement(element: unknown, index: number, text: ElementText = {}): ElementResult {
@@ -245,7 +251,9 @@ export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyR
   if (scan.crowded.size > 0) {
     const detail = DETAILS.tooManyKeys(LIMITS.keysPerObject);
     if (scan.crowded.has('root')) return requestError(detail);
-    return { ok: false, errors: [...scan.crowded].map((index) => ({ index: index as number, code: 'InvalidRequest', pointer: `/${index}`, detail })) };
+    // Element errors, so the detail counts them as any other (docs/contract.md §2.4: "n of m").
+    const errors = [...scan.crowded].map((index): ElementError => ({ index: index as number, code: 'InvalidRequest', pointer: `/${index}`, detail }));
+    return { ok: false, errors, batchSize: scan.elementCount };
   }
   let parsed: unknown;
   try {

@@ -78,6 +78,20 @@ export function contractViolations(reply: ContractReply): string[] {
   const type = reply.headers['content-type'];
   const validate = validators.get(`${reply.status} ${type}`);
   if (validate === undefined) return [...problems, `content type ${type} is not documented for ${reply.status}`];
-  if (!validate(JSON.parse(reply.text))) problems.push(...(validate.errors ?? []).map((e) => `body${e.instancePath} ${e.message}`));
+  const body: unknown = JSON.parse(reply.text);
+  if (!validate(body)) problems.push(...(validate.errors ?? []).map((e) => `body${e.instancePath} ${e.message}`));
+  if (reply.status === 400) problems.push(...detailViolations(body as { detail?: unknown; errors?: { index?: unknown }[] }));
   return problems;
+}
+
+/**
+ * docs/contract.md §2.4, which a schema cannot say: a 400 that lists elements says "n of m draw requests
+ * were rejected", n being the elements listed; one without elements gives the request-level detail.
+ */
+function detailViolations({ detail, errors = [] }: { detail?: unknown; errors?: { index?: unknown }[] }): string[] {
+  const listed = new Set(errors.flatMap((e) => (e.index === undefined ? [] : [e.index]))).size;
+  if (listed === 0) return detail === 'The request was rejected; no draw request was submitted.' ? [] : [`detail "${String(detail)}" of a request-level 400`];
+  const [, n, m, verb] = /^(\d+) of (\d+) draw requests (was|were) rejected; none was submitted\.$/.exec(String(detail)) ?? [];
+  const right = Number(n) === listed && Number(m) >= listed && verb === (listed === 1 ? 'was' : 'were');
+  return right ? [] : [`detail "${String(detail)}" does not count the ${listed} element(s) listed`];
 }

@@ -763,11 +763,17 @@ describe('input limits: what is longer than any valid value is refused before it
   test(`an element with ${LIMITS.keysPerObject} keys is read; one more key makes it Invalid Request, answered before the body is parsed`, () => {
     expect(parseDrawRequests(element(keys(LIMITS.keysPerObject - 3)), 100).ok).toBe(true);
     const crowded = { code: 'InvalidRequest', detail: DETAILS.tooManyKeys(LIMITS.keysPerObject) };
-    expect(parseDrawRequests(element(keys(LIMITS.keysPerObject - 2)), 100)).toEqual({ ok: false, errors: [{ index: 0, pointer: '/0', ...crowded }] });
+    // Element errors counted as any other ("1 of 2", docs/contract.md §2.4).
+    expect(parseDrawRequests(element(keys(LIMITS.keysPerObject - 2)), 100)).toEqual({
+      ok: false,
+      batchSize: 2,
+      errors: [{ index: 0, pointer: '/0', ...crowded }],
+    });
     // Every crowded element is named; the other elements' faults are not looked at yet.
     const three = Buffer.from(`[{"amount":"x"},{"loanNumber":1${keys(70)}},{"a":1${keys(80)}}]`);
     expect(parseDrawRequests(three, 100)).toEqual({
       ok: false,
+      batchSize: 3,
       errors: [
         { index: 1, pointer: '/1', ...crowded },
         { index: 2, pointer: '/2', ...crowded },
@@ -777,7 +783,7 @@ describe('input limits: what is longer than any valid value is refused before it
 
   test('an object inside an element is held to the same limit; keys of different objects are not added up', () => {
     const crowded = { index: 0, code: 'InvalidRequest', pointer: '/0', detail: DETAILS.tooManyKeys(LIMITS.keysPerObject) };
-    expect(parseDrawRequests(element(`,"meta":{${keys(LIMITS.keysPerObject + 1).slice(1)}}`), 100)).toEqual({ ok: false, errors: [crowded] });
+    expect(parseDrawRequests(element(`,"meta":{${keys(LIMITS.keysPerObject + 1).slice(1)}}`), 100)).toEqual({ ok: false, batchSize: 2, errors: [crowded] });
     expect(parseDrawRequests(element(`,"meta":[${Array.from({ length: 100 }, () => `{${keys(60).slice(1)}}`).join(',')}]`), 100).ok).toBe(true);
     expect(parseDrawRequests(element(`,"meta":{${keys(LIMITS.keysPerObject).slice(1)}}`), 100).ok).toBe(true);
   });
