@@ -23,7 +23,9 @@ export interface Cloud {
 
 /**
  * The clouds, with each one's issuers as its metadata documents publish them (Microsoft's access-token
- * reference, national-clouds reference, and Microsoft.IdentityModel's validator tests).
+ * and national-clouds references; the Bot Framework SDK's token-issuer constants for US Government v1,
+ * `https://login.microsoftonline.us/{tenant}/`, where a Microsoft Q&A answer names `sts.windows.net`:
+ * the service takes whichever the tenant's v1 metadata names, so either works).
  */
 export const CLOUDS: readonly Cloud[] = [
   {
