@@ -1,0 +1,140 @@
+/**
+ * A partner's generated client, as a TypeScript partner would build it: types generated from
+ * docs/openapi.yaml by openapi-typescript, calls made with openapi-fetch. The TypeScript compiler
+ * (strict) is the judge of the types: a valid batch compiles, a misspelt or missing field does not,
+ * and the compiler's error is the assertion. The same client, compiled, then posts to the dev host
+ * (embedded Azurite and provider) and reads the typed `errors` of a 400.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+import { startDevHost, type DevHost } from '../../dev/devHost';
+import { DEMO_PARTNERS } from '../../dev/demoData';
+import { OPENAPI_PATH } from '../support/contract';
+
+const ROOT = join(__dirname, '..', '..');
+/** Under the repository, so that `openapi-fetch` resolves from its node_modules; git-ignored. */
+const DIR = join(ROOT, 'dist', 'generated-client');
+
+/** The partner's code: the generated types and openapi-fetch, nothing of this repository. */
+const CLIENT = `
+import createClient from 'openapi-fetch';
+import type { components, paths } from './schema';
+
+export type Batch = components['schemas']['DrawRequestBatch'];
+export type ElementError = components['schemas']['ElementError'];
+
+export async function submit(baseUrl: string, token: string, batch: Batch, idempotencyKey?: string): Promise<{ status: number; errors?: ElementError[] }> {
+  const client = createClient<paths>({ baseUrl });
+  const { error, response } = await client.POST('/DrawRequest', {
+    body: batch,
+    params: { header: idempotencyKey === undefined ? {} : { 'Idempotency-Key': idempotencyKey } },
+    headers: { Authorization: \`Bearer \${token}\` },
+  });
+  if (response.status === 400 && error !== undefined && 'errors' in error) {
+    const errors: ElementError[] = error.errors;
+    return { status: response.status, errors };
+  }
+  return { status: response.status };
+}
+`;
+
+/** A body of the partner's code that must (or must not) compile against the generated types. */
+const usage = (batch: string) => `import type { Batch } from './client';\nexport const batch: Batch = ${batch};\n`;
+
+function diagnostics(file: string): string[] {
+  const program = ts.createProgram([file], {
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+    skipLibCheck: true,
+  });
+  return ts.getPreEmitDiagnostics(program).map((d) => `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
+}
+
+beforeAll(() => {
+  rmSync(DIR, { recursive: true, force: true });
+  mkdirSync(DIR, { recursive: true });
+  // Its command line, as a partner runs it (its library build requires ESM-only packages).
+  const cli = join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js');
+  const run = spawnSync(process.execPath, [cli, OPENAPI_PATH, '--output', join(DIR, 'schema.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  expect(run.status).toBe(0);
+  writeFileSync(join(DIR, 'client.ts'), CLIENT);
+});
+
+describe('the TypeScript compiler judges batches against the generated types', () => {
+  test('the client itself compiles under --strict', () => {
+    expect(diagnostics(join(DIR, 'client.ts'))).toEqual([]);
+  });
+
+  test.each([
+    ['the canonical batch', `[{ loanNumber: 1001, requestor: 'jane.doe@partner.example', amount: 250 }]`],
+    ['a loan number as digits', `[{ loanNumber: '0001002', requestor: 'jane.doe@partner.example', amount: 75.1 }]`],
+  ])('%s compiles', (name, batch) => {
+    const file = join(DIR, `valid-${name.replace(/\W+/g, '-')}.ts`);
+    writeFileSync(file, usage(batch));
+    expect(diagnostics(file)).toEqual([]);
+  });
+
+  test.each([
+    ['an empty element', `[{}]`, /^TS2322: .* Type '\{\}' is missing the following properties from type .*: loanNumber, requestor, amount$/],
+    [
+      'a misspelt loanNumber',
+      `[{ lonaNumber: 1, requestor: 'r', amount: 1 }]`,
+      /^TS2322: .* Property 'loanNumber' is missing in type '\{ lonaNumber: number; requestor: string; amount: number; \}' but required/,
+    ],
+    [
+      'a missing amount',
+      `[{ loanNumber: 1, requestor: 'r' }]`,
+      /^TS2322: .* Property 'amount' is missing in type '\{ loanNumber: number; requestor: string; \}' but required/,
+    ],
+    ['an amount as a string', `[{ loanNumber: 1, requestor: 'r', amount: '1' }]`, /^TS2322: Type 'string' is not assignable to type 'number'/],
+    [
+      'a loan number of the wrong type',
+      `[{ loanNumber: true, requestor: 'r', amount: 1 }]`,
+      /^TS2322: Type 'boolean' is not assignable to type 'string \| number'/,
+    ],
+  ])('%s does not compile', (name, batch, error) => {
+    const file = join(DIR, `invalid-${name.replace(/\W+/g, '-')}.ts`);
+    writeFileSync(file, usage(batch));
+    expect(diagnostics(file)).toEqual([expect.stringMatching(error)]);
+  });
+});
+
+describe('the compiled client against the dev host', () => {
+  let host: DevHost;
+  let submit: (baseUrl: string, token: string, batch: unknown[], key?: string) => Promise<{ status: number; errors?: { index?: number; code: string }[] }>;
+  let token: string;
+
+  beforeAll(async () => {
+    host = await startDevHost({ PORT: '0' }, () => undefined);
+    const js = ts.transpileModule(CLIENT, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
+    writeFileSync(join(DIR, 'client.cjs'), js.outputText);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    ({ submit } = require(join(DIR, 'client.cjs')) as { submit: typeof submit });
+    const response = await fetch(host.tokenUrl as string, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: DEMO_PARTNERS[0].clientId, client_secret: 'local-demo' }),
+    });
+    ({ access_token: token } = (await response.json()) as { access_token: string });
+  }, 60_000);
+  afterAll(() => host?.stop());
+
+  test('posts a batch (204), and reads the typed errors of a 400', async () => {
+    const baseUrl = host.url.replace(/\/DrawRequest$/, '');
+    expect(await submit(baseUrl, token, [{ loanNumber: 1001, requestor: 'jane.doe@partner.example', amount: 25 }])).toEqual({ status: 204 });
+    expect(
+      await submit(baseUrl, token, [
+        { loanNumber: 1003, requestor: 'jane.doe@partner.example', amount: 10 },
+        { loanNumber: 1002, requestor: 'jane.doe@partner.example', amount: 300 },
+      ]),
+    ).toEqual({
+      status: 400,
+      errors: [expect.objectContaining({ index: 0, code: 'InvalidFundingInvestor' }), expect.objectContaining({ index: 1, code: 'InvalidAmount' })],
+    });
+  });
+});
