@@ -7,7 +7,8 @@
  */
 import type { Settings } from '../../lib/config';
 import { CLOUDS, DEFAULT_KID, startEntraProvider, type EntraProvider } from '../support/entraProvider';
-import { CLIENT, Harness, TENANT } from '../support/harness';
+import { CLIENT, Harness, TENANT, draw } from '../support/harness';
+import { expectGenericProblem } from '../support/problems';
 import { expectAccepted, expectRefused } from '../support/authReplies';
 
 /** The API's application (client) id, what v2 tokens carry in `aud`, and its App ID URI, what v1 tokens carry. */
@@ -75,6 +76,20 @@ describe.each(CLOUDS.map((cloud) => [cloud.name, cloud] as const))('in %s', (_na
       await refused(await provider.v2Token(TENANT, API_APP_ID, CLIENT, { claims: { iss } }), 'ERR_AUTH_CLAIM (claim iss)');
     },
   );
+
+  test('the v1 metadata failing is a provider failure (502, nothing written); once it answers, tokens are accepted', async () => {
+    provider.failing.add('.well-known/openid-configuration');
+    try {
+      const loan = await h.loan();
+      const reply = await h.post([draw(loan)], { token: await provider.v2Token(TENANT, API_APP_ID, CLIENT) });
+      expectGenericProblem(reply, 502);
+      expect(h.recordOf(reply)).toMatchObject({ reason: 'ERR_IDP_METADATA' });
+      expect(await h.drawsFor(loan)).toHaveLength(0);
+    } finally {
+      provider.failing.clear();
+    }
+    await accepted(await provider.v1Token(TENANT, APP_ID_URI, CLIENT));
+  });
 
   test("another tenant's issuers of this cloud are refused", async () => {
     await refused(await provider.v2Token(TENANT, API_APP_ID, CLIENT, { claims: { iss: cloud.v2Issuer(OTHER_TENANT) } }), 'ERR_AUTH_CLAIM (claim iss)');

@@ -74,6 +74,8 @@ export interface EntraProvider {
   metadataUrl(tenant: string): string;
   /** Every path requested, in order. */
   readonly requests: string[];
+  /** Documents (the path after the tenant, e.g. `.well-known/openid-configuration`) that answer 503 while listed. */
+  readonly failing: Set<string>;
   addKey(spec: KeySpec): Promise<void>;
   /** A v2 app-only access token of `tenant` for the API's application id `audience`. */
   v2Token(tenant: string, audience: string, client: string, options?: TokenOptions): Promise<string>;
@@ -88,6 +90,7 @@ export const DEFAULT_KID = 'entra-key-1';
 export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
   const keys = new Map<string, HeldKey>();
   const requests: string[] = [];
+  const failing = new Set<string>();
   let base = '';
   const json = (body: unknown) => [200, JSON.stringify(body)] as const;
   const keySet = (withIssuers: boolean) => ({
@@ -97,6 +100,7 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
   const route = (path: string): readonly [number, string] => {
     const [, tenant, rest] = /^\/([^/]+)\/(.*)$/.exec(path) ?? [];
     if (tenant === undefined) return [404, ''];
+    if (failing.has(rest)) return [503, ''];
     switch (rest) {
       case 'v2.0/.well-known/openid-configuration':
         return json({
@@ -164,6 +168,7 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
     authorityHost: base,
     metadataUrl: (tenant) => `${base}/${tenant}/v2.0/.well-known/openid-configuration`,
     requests,
+    failing,
     addKey,
     v2Token: (tenant, audience, client, options = {}) =>
       sign({ ...common(tenant, client), aud: audience, iss: cloud.v2Issuer(tenant), azp: client, azpacr: '1', ver: '2.0' }, options),
