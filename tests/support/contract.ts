@@ -3,6 +3,7 @@
  * which OpenAPI 3.1 uses): every response the integration tests receive must match it.
  */
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -23,6 +24,8 @@ function load() {
   const doc = parse(readFileSync(OPENAPI_PATH, 'utf8'));
   // OpenAPI keywords that are not JSON Schema (`example`) are allowed, not enforced.
   const ajv = new Ajv2020({ strict: false, allErrors: true });
+  // Formats (`uuid`, `int32`, `int64`) are checked, as a partner's validator checks them.
+  addFormats(ajv);
   ajv.addSchema({ $id: 'openapi.json', components: doc.components }, 'openapi.json');
   const validators = new Map<string, ValidateFunction>();
   const responses = doc.paths['/DrawRequest'].post.responses as Record<string, { content?: Record<string, { schema: { $ref: string } }> }>;
