@@ -24,6 +24,13 @@ export const DEMO_PARTNERS: readonly DemoPartner[] = [
   { clientId: 'retired-partner', partnerId: 'PARTNER-003', active: false },
 ];
 
+/** Each demo client's secret at the embedded provider's token endpoint (local runs only; nothing of Azure). */
+export const DEMO_CLIENT_SECRETS: Readonly<Record<string, string>> = {
+  'demo-partner': 'local-demo',
+  'other-partner': 'local-demo-other',
+  'retired-partner': 'local-demo-retired',
+};
+
 export const DEMO_LOANS: readonly DemoLoan[] = [
   { loanNumber: 1001, partnerId: 'PARTNER-001', availableCredit: 5000, fundingInvestorId: 'INV-01' },
   { loanNumber: 1002, partnerId: 'PARTNER-001', availableCredit: 250, fundingInvestorId: 'INV-01' },

@@ -14,7 +14,7 @@ import { LIMITS } from '../lib/limits';
 import { TelemetryStartError, noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
 import { startAzurite } from './azurite';
-import { DEMO_LOANS, DEMO_PARTNERS, seedDemo } from './demoData';
+import { DEMO_CLIENT_SECRETS, DEMO_LOANS, DEMO_PARTNERS, seedDemo } from './demoData';
 import { startOidcProvider } from './oidcProvider';
 
 export const DEMO_AUDIENCE = 'api://draw-request-service';
@@ -52,6 +52,8 @@ export interface DevHost {
   readonly url: string;
   /** Token endpoint of the embedded provider, when one runs. */
   readonly tokenUrl?: string;
+  /** The scope a client asks that provider for: the API's audience with `/.default`. */
+  readonly scope?: string;
   readonly embeddedStorage: boolean;
   stop(): Promise<void>;
 }
@@ -153,18 +155,23 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
       settings.TABLES_CONNECTION_STRING = azurite.connectionString;
     }
     let tokenUrl: string | undefined;
+    let scope: string | undefined;
     if (!isSet(settings, 'AUTH_OPENID_CONFIG_URL') && !isSet(settings, 'AUTH_TENANT_ID')) {
       if (!isSet(settings, 'AUTH_AUDIENCE')) settings.AUTH_AUDIENCE = DEMO_AUDIENCE;
       const role = settings.AUTH_REQUIRED_ROLE?.trim();
+      const audience = (settings.AUTH_AUDIENCE as string).split(',')[0].trim();
       const provider = await startOidcProvider({
-        audience: (settings.AUTH_AUDIENCE as string).split(',')[0].trim(),
+        audience,
         roles: role ? [role] : undefined,
+        // Its token endpoint checks each demo client's secret and the scope, as Entra does.
+        clients: DEMO_CLIENT_SECRETS,
         // Next to the host (7072 by default), so clients such as examples/submit-draws.ts find it without being told.
         port: port === 0 ? 0 : (port % 65535) + 1,
       });
       stops.push(() => provider.stop());
       settings.AUTH_OPENID_CONFIG_URL = provider.openIdConfigUrl;
       tokenUrl = provider.tokenUrl;
+      scope = `${audience}/.default`;
     }
     const config = loadConfig(settings);
     if (embeddedStorage) await seedDemo(settings.TABLES_CONNECTION_STRING as string, config.tables);
@@ -181,7 +188,7 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
         }),
     );
     const listening = (server.address() as { port: number }).port;
-    return { url: `http://127.0.0.1:${listening}/DrawRequest`, tokenUrl, embeddedStorage, stop };
+    return { url: `http://127.0.0.1:${listening}/DrawRequest`, tokenUrl, scope, embeddedStorage, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -192,14 +199,16 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
 export function demoCommands(host: DevHost): string {
   const client = DEMO_PARTNERS[0].clientId;
   const getToken = host.tokenUrl
-    ? `TOKEN=$(curl -s -X POST ${host.tokenUrl} -d grant_type=client_credentials -d client_id=${client} -d client_secret=local-demo | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`
+    ? `TOKEN=$(curl -s -X POST ${host.tokenUrl} -d grant_type=client_credentials -d client_id=${client} -d client_secret=${DEMO_CLIENT_SECRETS[client]} -d scope=${host.scope} | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`
     : 'TOKEN=<an access token from your identity provider>';
   const post = `curl -sS -i -X POST ${host.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '[{"loanNumber":1001,"requestor":"jane.doe@partner.example","amount":250.00}]'`;
   return `${getToken}\n${post}`;
 }
 
 function describeDemoData(): string {
-  const partners = DEMO_PARTNERS.map((p) => `  client ${p.clientId} -> partner ${p.partnerId}${p.active ? '' : ' (inactive)'}`);
+  const partners = DEMO_PARTNERS.map(
+    (p) => `  client ${p.clientId} (secret ${DEMO_CLIENT_SECRETS[p.clientId]}) -> partner ${p.partnerId}${p.active ? '' : ' (inactive)'}`,
+  );
   const loans = DEMO_LOANS.map(
     (l) => `  loan ${l.loanNumber}: partner ${l.partnerId}, credit ${l.availableCredit.toFixed(2)}, investor ${l.fundingInvestorId ?? '(none)'}`,
   );

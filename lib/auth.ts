@@ -10,6 +10,7 @@ import {
   jwtVerify,
   errors as joseErrors,
   type JSONWebKeySet,
+  type FlattenedJWSInput,
   type JWTHeaderParameters,
   type JWTPayload,
   type JWTVerifyGetKey,
@@ -98,9 +99,12 @@ interface ProviderKeys {
 }
 
 interface KeyResolver {
-  readonly getKey: JWTVerifyGetKey;
-  /** The `issuer` fields of the held keys that could verify a token with this header (those of its `kid`). */
-  keyIssuers(header: JWTHeaderParameters): unknown[];
+  /**
+   * A key getter for one verification, and the `issuer` fields of the keys of the token's `kid` in the
+   * very key set that key came from (undefined until a key is found), so that the issuer check reads
+   * the set that verified the signature, whatever reloads happen meanwhile.
+   */
+  forOneToken(): { readonly getKey: JWTVerifyGetKey; keyIssuers(): readonly unknown[] | undefined };
   /**
    * Changes whenever the key set may have changed (at the start of every fetch). Undefined while a
    * fetch is in flight, once jose would refetch the set, or while held keys stand in for a provider
@@ -162,9 +166,9 @@ export class Authenticator {
     if (remembered !== undefined) return remembered;
 
     let claims: JWTPayload;
-    let header: JWTHeaderParameters;
+    const signing = keys.resolver.forOneToken();
     try {
-      ({ payload: claims, protectedHeader: header } = await jwtVerify(token, keys.resolver.getKey, keys.verifyOptions));
+      ({ payload: claims } = await jwtVerify(token, signing.getKey, keys.verifyOptions));
     } catch (error) {
       if (error instanceof IdentityProviderUnavailable) return { ok: false, failure: { kind: 'dependency', code: error.code } };
       const code = (error as { code?: string }).code;
@@ -174,7 +178,7 @@ export class Authenticator {
       throw error;
     }
 
-    if (!keyIssuerHolds(keys.resolver.keyIssuers(header), claims, keys.metadataIssuer)) return refuse('ERR_AUTH_KEY_ISSUER', true, 'iss');
+    if (!keyIssuerHolds(signing.keyIssuers() ?? [], claims, keys.metadataIssuer)) return refuse('ERR_AUTH_KEY_ISSUER', true, 'iss');
     const { tenantId, requiredRole, partnerClaim } = this.config;
     if (tenantId !== undefined && claims.tid !== tenantId) return refuse('ERR_AUTH_TENANT', true, 'tid');
     // App-only tokens: a delegated token carries scp; Entra's idtyp, when present, says which.
@@ -223,7 +227,8 @@ export class Authenticator {
 
   private async loadKeys(previous: ProviderKeys | undefined): Promise<ProviderKeys> {
     const { openIdConfigUrl, tenantId, allowedIssuers } = this.config;
-    const v1Url = v1MetadataUrl(openIdConfigUrl);
+    // Pinned issuers replace the metadata's: the v1 document is then not needed, nor waited for.
+    const v1Url = allowedIssuers === undefined ? v1MetadataUrl(openIdConfigUrl) : undefined;
     const [v2, v1] = await Promise.all([this.metadata(openIdConfigUrl), v1Url === undefined ? undefined : this.metadata(v1Url)]);
     const { jwks_uri: jwksUri } = v2;
     if (typeof jwksUri !== 'string' || !isSecureOrLoopbackUrl(new URL(jwksUri))) throw new IdentityProviderUnavailable('ERR_IDP_METADATA');
@@ -276,28 +281,49 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number):
   });
   let failedAt = Number.NEGATIVE_INFINITY;
   const backingOff = () => now() - failedAt < timings.retryAfterFailureMs;
-  const fromHeldKeys: JWTVerifyGetKey = async (header, token) => {
+  // The verifier of the key set last read, rebuilt only when the set's content changes.
+  let local: { readonly json: string; readonly getKey: JWTVerifyGetKey } | undefined;
+  /**
+   * The key from one snapshot of the held set, with the issuers that snapshot gives the token's kid:
+   * the signature and the issuer check then read the same set, even if a reload lands in between.
+   */
+  const fromSnapshot = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
     const held: JSONWebKeySet | undefined = remote.jwks();
-    if (held !== undefined) {
-      try {
-        return await createLocalJWKSet(held)(header, token);
-      } catch {
-        // not among the keys held: only the provider could tell, and it is down
-      }
-    }
-    throw new IdentityProviderUnavailable('ERR_IDP_JWKS');
+    if (held === undefined) throw new IdentityProviderUnavailable('ERR_IDP_JWKS');
+    const json = JSON.stringify(held);
+    if (local?.json !== json) local = { json, getKey: createLocalJWKSet(held) };
+    const key = await local.getKey(header, token);
+    const keyIssuers = held.keys.filter((jwk) => header.kid === undefined || jwk.kid === header.kid).map((jwk) => (jwk as { issuer?: unknown }).issuer);
+    return { key, keyIssuers };
   };
-  const getKey: JWTVerifyGetKey = async (header, token) => {
+  /** The held keys while the provider is down: a kid not among them is the provider's to answer. */
+  const fromHeldKeys = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
+    try {
+      return await fromSnapshot(header, token);
+    } catch {
+      throw new IdentityProviderUnavailable('ERR_IDP_JWKS');
+    }
+  };
+  const find = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
     if (backingOff() && remote.jwks() !== undefined) return fromHeldKeys(header, token);
     try {
-      return await remote(header, token);
+      // jose's cache, cooldown and refetch on an unknown kid decide which set is held.
+      await remote(header, token);
     } catch (error) {
       if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) throw error;
       failedAt = now();
       return fromHeldKeys(header, token);
     }
+    return fromSnapshot(header, token);
   };
-  const keyIssuers = (header: JWTHeaderParameters): unknown[] =>
-    (remote.jwks()?.keys ?? []).filter((jwk) => header.kid === undefined || jwk.kid === header.kid).map((jwk) => (jwk as { issuer?: unknown }).issuer);
-  return { getKey, keyIssuers, keySetVersion: () => (remote.reloading || !remote.fresh || backingOff() ? undefined : version) };
+  const forOneToken = () => {
+    let keyIssuers: readonly unknown[] | undefined;
+    const getKey: JWTVerifyGetKey = async (header, token) => {
+      const found = await find(header, token);
+      keyIssuers = found.keyIssuers;
+      return found.key;
+    };
+    return { getKey, keyIssuers: () => keyIssuers };
+  };
+  return { forOneToken, keySetVersion: () => (remote.reloading || !remote.fresh || backingOff() ? undefined : version) };
 }

@@ -56,17 +56,22 @@ export interface IssuerClaims {
  * the token's `tid`, must be the token's issuer, or the tenant's (v2) metadata issuer (a v1 token's
  * issuer never matches a key, as v1 key sets name no issuers). The token's issuer must name its `tid`.
  *
- * `keyIssuers` are the `issuer` fields of every held key that could have verified the token (one, as
- * Entra names each key by `kid`): all must hold. Deliberately stricter than Microsoft's check where the
- * outcome could not be checked: a key naming an issuer that is not a string, or a token without `tid`
- * signed by a key that names an issuer, is refused (Microsoft's validator lets both through).
+ * `keyIssuers` are the `issuer` fields of every key of the token's `kid` in the key set that verified it
+ * (one, as Entra names each key by `kid`): all must hold, and there must be one. A token without `tid`
+ * signed by a key that names an issuer is refused, as Microsoft.IdentityModel refuses it (IDX40009).
+ * Deliberately stricter: a key naming an issuer that is not a string is refused (Microsoft treats it
+ * as absent).
  */
 export function keyIssuerHolds(keyIssuers: readonly unknown[], claims: IssuerClaims, metadataIssuer: string): boolean {
   const { iss, tid } = claims;
-  return keyIssuers.every((keyIssuer) => {
-    if (keyIssuer === undefined || (typeof keyIssuer === 'string' && keyIssuer.trim() === '')) return true;
-    if (typeof keyIssuer !== 'string' || typeof tid !== 'string' || tid === '' || typeof iss !== 'string' || !iss.includes(tid)) return false;
-    const effective = withTenant(keyIssuer, tid);
-    return effective === iss || effective === metadataIssuer;
-  });
+  // No key at all cannot have verified the token: refused rather than waved through.
+  return (
+    keyIssuers.length > 0 &&
+    keyIssuers.every((keyIssuer) => {
+      if (keyIssuer === undefined || (typeof keyIssuer === 'string' && keyIssuer.trim() === '')) return true;
+      if (typeof keyIssuer !== 'string' || typeof tid !== 'string' || tid === '' || typeof iss !== 'string' || !iss.includes(tid)) return false;
+      const effective = withTenant(keyIssuer, tid);
+      return effective === iss || effective === metadataIssuer;
+    })
+  );
 }

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ConfigError } from '../../lib/config';
 import { startAzurite, type Azurite } from '../../dev/azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
+import { DEMO_CLIENT_SECRETS, createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
 import { startDevHost, type DevHost } from '../../dev/devHost';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { spawnDevHost } from '../support/devHostProcess';
@@ -125,5 +125,56 @@ describe('`npm start` on a fresh machine: embedded Azurite and provider, the pri
       exitCode = await host.stop();
     }
     expect(exitCode).toBe(0);
+  });
+});
+
+describe("the embedded provider's token endpoint refuses what Entra refuses, in Entra's shape", () => {
+  let host: DevHost;
+  beforeAll(async () => {
+    host = await startDevHost({ PORT: '0' }, () => undefined);
+  }, 60_000);
+  afterAll(() => host?.stop());
+
+  const ask = async (form: Record<string, string>) => {
+    const response = await fetch(host.tokenUrl as string, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', ...form }) });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  const demo = { client_id: 'demo-partner', client_secret: DEMO_CLIENT_SECRETS['demo-partner'], scope: 'api://draw-request-service/.default' };
+
+  test.each([
+    ['an unknown client', { ...demo, client_id: 'stranger' }, 400, 'unauthorized_client', 700016],
+    ['no secret', { client_id: demo.client_id, scope: demo.scope }, 401, 'invalid_client', 7000216],
+    ["another demo client's secret", { ...demo, client_secret: DEMO_CLIENT_SECRETS['other-partner'] }, 401, 'invalid_client', 7000215],
+    ['no scope', { client_id: demo.client_id, client_secret: demo.client_secret }, 400, 'invalid_request', 900144],
+    ['a scope without /.default', { ...demo, scope: 'api://draw-request-service/Draws.Submit' }, 400, 'invalid_scope', 1002012],
+    ["another resource's scope", { ...demo, scope: 'api://someone-else/.default' }, 400, 'invalid_resource', 500011],
+  ])('%s', async (_name, form, status, error, code) => {
+    const answer = await ask(form);
+    expect(answer.status).toBe(status);
+    expect(answer.body).toEqual({
+      error,
+      error_description: expect.stringMatching(
+        new RegExp(`^AADSTS${code}: .* Trace ID: [0-9a-f-]{36} Correlation ID: [0-9a-f-]{36} Timestamp: \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ$`),
+      ),
+      error_codes: [code],
+      timestamp: expect.any(String),
+      trace_id: expect.any(String),
+      correlation_id: expect.any(String),
+      error_uri: `https://login.microsoftonline.com/error?code=${code}`,
+    });
+    expect(answer.body.access_token).toBeUndefined();
+  });
+
+  test("each demo client with its own secret and the API's /.default scope gets a token the service accepts", async () => {
+    for (const clientId of ['demo-partner', 'other-partner']) {
+      const answer = await ask({ ...demo, client_id: clientId, client_secret: DEMO_CLIENT_SECRETS[clientId] });
+      expect(answer.status).toBe(200);
+      const post = await fetch(host.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${answer.body.access_token as string}`, 'content-type': 'application/json' },
+        body: JSON.stringify([{ loanNumber: clientId === 'demo-partner' ? 1004 : 2001, requestor: 'jane.doe@partner.example', amount: 5 }]),
+      });
+      expect(post.status).toBe(204);
+    }
   });
 });

@@ -5,7 +5,9 @@
  * tenant's metadata, holds each signing key to the issuer it is published for, accepts the App ID URI
  * forms a v1 token carries, and takes a stated app-only posture.
  */
-import type { Settings } from '../../lib/config';
+import { loadConfig, type Settings } from '../../lib/config';
+import { Authenticator, DEFAULT_PROVIDER_TIMINGS } from '../../lib/auth';
+import { holdTheClock, moveClockTo, releaseTheClock } from '../support/clock';
 import { CLOUDS, DEFAULT_KID, startEntraProvider, type EntraProvider } from '../support/entraProvider';
 import { CLIENT, Harness, TENANT, draw } from '../support/harness';
 import { expectGenericProblem } from '../support/problems';
@@ -91,6 +93,18 @@ describe.each(CLOUDS.map((cloud) => [cloud.name, cloud] as const))('in %s', (_na
     await accepted(await provider.v1Token(TENANT, APP_ID_URI, CLIENT));
   });
 
+  test('with the issuers pinned, the v1 metadata is not fetched, so its failing does not matter', async () => {
+    configureFor(provider, { AUTH_ALLOWED_ISSUERS: cloud.v2Issuer(TENANT) });
+    provider.failing.add('.well-known/openid-configuration');
+    const before = provider.requests.length;
+    try {
+      await accepted(await provider.v2Token(TENANT, API_APP_ID, CLIENT));
+      expect(provider.requests.slice(before)).not.toContain(`/${TENANT}/.well-known/openid-configuration`);
+    } finally {
+      provider.failing.clear();
+    }
+  });
+
   test("another tenant's issuers of this cloud are refused", async () => {
     await refused(await provider.v2Token(TENANT, API_APP_ID, CLIENT, { claims: { iss: cloud.v2Issuer(OTHER_TENANT) } }), 'ERR_AUTH_CLAIM (claim iss)');
     await refused(await provider.v1Token(TENANT, APP_ID_URI, CLIENT, { claims: { iss: cloud.v1Issuer(OTHER_TENANT) } }), 'ERR_AUTH_CLAIM (claim iss)');
@@ -161,8 +175,8 @@ describe("each signing key is held to the issuer it is published for (the key se
   });
 
   test("another tenant's token signed with a {tenantid} key is refused on the key, before the tenant check", async () => {
-    // Its issuer is allowed (AUTH_ALLOWED_ISSUERS names it) and its tid is the other tenant's: the key's
-    // issuer, filled with that tid, is neither the token's issuer nor the tenant's.
+    // Its issuer is allowed (AUTH_ALLOWED_ISSUERS names it) and its tid is the other tenant's: its issuer
+    // does not name its tid (and the key's issuer, filled with that tid, is neither issuer).
     configureFor(provider, { AUTH_ALLOWED_ISSUERS: publicCloud.v2Issuer(TENANT) });
     await refused(
       await provider.v2Token(OTHER_TENANT, API_APP_ID, CLIENT, { claims: { iss: publicCloud.v2Issuer(TENANT) } }),
@@ -206,5 +220,53 @@ describe('app-only posture: a token with neither roles nor scp (nor idtyp)', () 
       await provider.v2Token(TENANT, API_APP_ID, CLIENT, { claims: { roles: undefined, idtyp: undefined, scp: 'Draws.Submit' } }),
       'ERR_AUTH_DELEGATED (claim scp)',
     );
+  });
+});
+
+describe('the issuer check reads the key set that verified the signature', () => {
+  test('a key set reloaded while a signature is being checked does not let a key of another tenant through', async () => {
+    holdTheClock();
+    const provider = await startEntraProvider(CLOUDS[0]);
+    const realVerify = crypto.subtle.verify.bind(crypto.subtle);
+    try {
+      await provider.addKey({ kid: 'foreign', issuer: CLOUDS[0].v2Issuer(OTHER_TENANT) });
+      await provider.addKey({ kid: 'not-published', publish: false });
+      const auth = new Authenticator(
+        loadConfig({
+          ...h.settings,
+          AUTH_OPENID_CONFIG_URL: undefined,
+          AUTH_AUTHORITY_HOST: provider.authorityHost,
+          AUTH_TENANT_ID: TENANT,
+          AUTH_AUDIENCE: API_APP_ID,
+        }).auth,
+      );
+      const forged = await provider.v2Token(TENANT, API_APP_ID, CLIENT, { kid: 'foreign' });
+      expect(await auth.verify(`Bearer ${forged}`)).toMatchObject({ ok: false, failure: { code: 'ERR_AUTH_KEY_ISSUER' } });
+
+      // Entra stops publishing the key; the forged token is sent again, and its signature check is held
+      // open while another token's unknown kid (past the cooldown) reloads the set without that key.
+      provider.removeKey('foreign');
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let held = 0;
+      jest.spyOn(crypto.subtle, 'verify').mockImplementation(async (...args: Parameters<typeof crypto.subtle.verify>) => {
+        if (held++ === 0) await gate;
+        return realVerify(...args);
+      });
+      const again = auth.verify(`Bearer ${await provider.v2Token(TENANT, API_APP_ID, CLIENT, { kid: 'foreign' })}`);
+      moveClockTo(Date.now() + DEFAULT_PROVIDER_TIMINGS.jwksCooldownMs);
+      const reloads = provider.requests.filter((r) => r.endsWith('/keys')).length;
+      expect(await auth.verify(`Bearer ${await provider.v2Token(TENANT, API_APP_ID, CLIENT, { kid: 'not-published' })}`)).toMatchObject({
+        ok: false,
+        failure: { code: 'ERR_AUTH_UNKNOWN_KEY' },
+      });
+      expect(provider.requests.filter((r) => r.endsWith('/keys')).length).toBe(reloads + 1);
+      release();
+      expect(await again).toMatchObject({ ok: false, failure: { code: 'ERR_AUTH_KEY_ISSUER' } });
+    } finally {
+      jest.restoreAllMocks();
+      releaseTheClock();
+      await provider.stop();
+    }
   });
 });

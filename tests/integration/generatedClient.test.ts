@@ -10,8 +10,8 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { startDevHost, type DevHost } from '../../dev/devHost';
-import { DEMO_PARTNERS } from '../../dev/demoData';
 import { OPENAPI_PATH } from '../support/contract';
+import { demoToken } from '../support/demoToken';
 
 const ROOT = join(__dirname, '..', '..');
 /** Under the repository, so that `openapi-fetch` resolves from its node_modules; git-ignored. */
@@ -116,11 +116,7 @@ describe('the compiled client against the dev host', () => {
     writeFileSync(join(DIR, 'client.cjs'), js.outputText);
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     ({ submit } = require(join(DIR, 'client.cjs')) as { submit: typeof submit });
-    const response = await fetch(host.tokenUrl as string, {
-      method: 'POST',
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: DEMO_PARTNERS[0].clientId, client_secret: 'local-demo' }),
-    });
-    ({ access_token: token } = (await response.json()) as { access_token: string });
+    token = await demoToken(host);
   }, 60_000);
   afterAll(() => host?.stop());
 

@@ -10,8 +10,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDevHost, type DevHost } from '../../dev/devHost';
-import { DEMO_PARTNERS } from '../../dev/demoData';
 import { OPENAPI_PATH } from '../support/contract';
+import { demoToken } from '../support/demoToken';
 import { startPrismProxy, violationsOf, type PrismProxy, type Violation } from '../support/prismProxy';
 
 interface Exchange {
@@ -29,22 +29,13 @@ let brokenToken: string;
 
 const origin = (h: DevHost) => new URL(h.url).origin;
 
-/** A demo partner's token from the host's own local provider. */
-async function tokenFrom(h: DevHost): Promise<string> {
-  const response = await fetch(h.tokenUrl as string, {
-    method: 'POST',
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: DEMO_PARTNERS[0].clientId, client_secret: 'local-demo' }),
-  });
-  return ((await response.json()) as { access_token: string }).access_token;
-}
-
 beforeAll(async () => {
   [host, broken] = await Promise.all([
     startDevHost({ PORT: '0' }, () => undefined),
     startDevHost({ PORT: '0', TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://127.0.0.1:9' }, () => undefined),
   ]);
   [proxy, brokenProxy] = await Promise.all([startPrismProxy(origin(host)), startPrismProxy(origin(broken))]);
-  [token, brokenToken] = await Promise.all([tokenFrom(host), tokenFrom(broken)]);
+  [token, brokenToken] = await Promise.all([demoToken(host), demoToken(broken)]);
 }, 120_000);
 afterAll(async () => {
   await Promise.allSettled([proxy?.stop(), brokenProxy?.stop()]);

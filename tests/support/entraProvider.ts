@@ -52,6 +52,8 @@ export const CLOUDS: readonly Cloud[] = [
 export interface KeySpec {
   readonly kid: string;
   readonly issuer?: unknown;
+  /** false: held to sign with, never published. */
+  readonly publish?: boolean;
 }
 
 interface HeldKey {
@@ -77,6 +79,8 @@ export interface EntraProvider {
   /** Documents (the path after the tenant, e.g. `.well-known/openid-configuration`) that answer 503 while listed. */
   readonly failing: Set<string>;
   addKey(spec: KeySpec): Promise<void>;
+  /** Stops publishing a key (it can still sign). */
+  removeKey(kid: string): void;
   /** A v2 app-only access token of `tenant` for the API's application id `audience`. */
   v2Token(tenant: string, audience: string, client: string, options?: TokenOptions): Promise<string>;
   /** A v1 app-only access token of `tenant` for the App ID URI `audience`, as requested. */
@@ -93,8 +97,12 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
   const failing = new Set<string>();
   let base = '';
   const json = (body: unknown) => [200, JSON.stringify(body)] as const;
+  const published = new Set<string>();
   const keySet = (withIssuers: boolean) => ({
-    keys: [...keys.values()].map(({ publicJwk, issuer }) => ({ ...publicJwk, ...(withIssuers && issuer !== undefined ? { issuer } : {}) })),
+    keys: [...keys.entries()]
+      .filter(([kid]) => published.has(kid))
+      .map(([, key]) => key)
+      .map(({ publicJwk, issuer }) => ({ ...publicJwk, ...(withIssuers && issuer !== undefined ? { issuer } : {}) })),
   });
 
   const route = (path: string): readonly [number, string] => {
@@ -137,8 +145,9 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 
-  const addKey = async ({ kid, issuer }: KeySpec): Promise<void> => {
+  const addKey = async ({ kid, issuer, publish = true }: KeySpec): Promise<void> => {
     const { privateKey, publicKey } = await generateKeyPair('RS256');
+    if (publish) published.add(kid);
     keys.set(kid, { privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, kty: 'RSA', use: 'sig', x5t: kid }, issuer });
   };
   await addKey({ kid: DEFAULT_KID, issuer: cloud.v2Issuer(TENANT_TEMPLATE) });
@@ -170,6 +179,9 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
     requests,
     failing,
     addKey,
+    removeKey: (kid) => {
+      published.delete(kid);
+    },
     v2Token: (tenant, audience, client, options = {}) =>
       sign({ ...common(tenant, client), aud: audience, iss: cloud.v2Issuer(tenant), azp: client, azpacr: '1', ver: '2.0' }, options),
     v1Token: (tenant, audience, client, options = {}) =>

@@ -100,7 +100,7 @@ describe('keyIssuerHolds (Microsoft.IdentityModel ValidateIssuerSigningKey)', ()
     ['an issuer that is null', false, [null], { iss: v2(T), tid: T }],
     ['two candidates, one of another tenant', false, [TEMPLATE, v2(OTHER)], { iss: v2(T), tid: T }],
     ['two candidates, both holding', true, [TEMPLATE, undefined], { iss: v2(T), tid: T }],
-    ['no candidate', true, [], { iss: v2(T), tid: T }],
+    ['no key (the set that verified has none of its kid): refused', false, [], { iss: v2(T), tid: T }],
   ] as const)('%s → %s', (_what, holds, keyIssuers, claims) => {
     expect(keyIssuerHolds(keyIssuers, claims, metadataIssuer)).toBe(holds);
   });
