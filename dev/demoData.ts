@@ -31,11 +31,18 @@ export const DEMO_CLIENT_SECRETS: Readonly<Record<string, string>> = {
   'retired-partner': 'local-demo-retired',
 };
 
+/** The tenant of the embedded Entra stand-in (a fixed made-up GUID, so that printed commands stay good across runs). */
+export const DEMO_TENANT_ID = '00000000-0000-4000-8000-0000000d3a05';
+
+/** The demo client that can also authenticate with a certificate (client assertion), as partners are asked to. */
+export const DEMO_CERTIFICATE_CLIENT = 'demo-partner';
+
 export const DEMO_LOANS: readonly DemoLoan[] = [
   { loanNumber: 1001, partnerId: 'PARTNER-001', availableCredit: 5000, fundingInvestorId: 'INV-01' },
   { loanNumber: 1002, partnerId: 'PARTNER-001', availableCredit: 250, fundingInvestorId: 'INV-01' },
   { loanNumber: 1003, partnerId: 'PARTNER-001', availableCredit: 1000 },
   { loanNumber: 1004, partnerId: 'PARTNER-001', availableCredit: 750.5, fundingInvestorId: 'INV-02' },
+  { loanNumber: 1005, partnerId: 'PARTNER-001', availableCredit: 2500, fundingInvestorId: 'INV-02' },
   { loanNumber: 2001, partnerId: 'PARTNER-002', availableCredit: 5000, fundingInvestorId: 'INV-01' },
 ];
 

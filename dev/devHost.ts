@@ -6,16 +6,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { rootCertificates } from 'node:tls';
 import { format } from 'node:util';
 import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
+import { Agent } from 'undici';
 import { ConfigError, loadConfig, type Settings } from '../lib/config';
 import { LIMITS } from '../lib/limits';
 import { TelemetryStartError, noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
 import { startAzurite } from './azurite';
-import { DEMO_CLIENT_SECRETS, DEMO_LOANS, DEMO_PARTNERS, seedDemo } from './demoData';
-import { startOidcProvider } from './oidcProvider';
+import { DEMO_CERTIFICATE_CLIENT, DEMO_CLIENT_SECRETS, DEMO_LOANS, DEMO_PARTNERS, DEMO_TENANT_ID, seedDemo } from './demoData';
+import { DEFAULT_CERTIFICATES_DIR, clientCertificate, localCertificateAuthority, loopbackServerCertificate, type KeptCertificate } from './localCertificates';
+import { startLocalEntra, type ClientCredentials } from './localEntra';
 
 export const DEMO_AUDIENCE = 'api://draw-request-service';
 const ROUTE = '/drawrequest'; // Functions routes match case-insensitively
@@ -48,14 +51,40 @@ export function batchedStdout(): Log {
   };
 }
 
+/** The embedded Entra stand-in, as a partner's client is configured for it. */
+export interface EmbeddedIdentity {
+  /** Azure Identity's `authorityHost`. */
+  readonly authorityHost: string;
+  readonly tenantId: string;
+  /** MSAL's `authority`: the authority host and the tenant. */
+  readonly authority: string;
+  readonly tokenUrl: string;
+  /** The scope a client asks for: the API's App ID URI with `/.default`. */
+  readonly scope: string;
+  /** The local CA that issued the provider's HTTPS certificate (NODE_EXTRA_CA_CERTS, curl --cacert). */
+  readonly caCertPath: string;
+  /** The demo client that may also sign in with a certificate, and that certificate's files. */
+  readonly certificateClient: {
+    readonly clientId: string;
+    readonly keyPath: string;
+    readonly certPath: string;
+    /** Key and certificate in one file (Azure Identity's `certificatePath`). */
+    readonly combinedPath: string;
+    readonly thumbprintSha256: string;
+  };
+}
+
 export interface DevHost {
   readonly url: string;
-  /** Token endpoint of the embedded provider, when one runs. */
-  readonly tokenUrl?: string;
-  /** The scope a client asks that provider for: the API's audience with `/.default`. */
-  readonly scope?: string;
+  /** The embedded identity provider, when one runs. */
+  readonly identity?: EmbeddedIdentity;
   readonly embeddedStorage: boolean;
   stop(): Promise<void>;
+}
+
+export interface DevHostOptions {
+  /** Where the local CA and the demo client certificate are kept (default `.local/certificates`). */
+  readonly certificatesDir?: string;
 }
 
 function isSet(env: Settings, name: string): boolean {
@@ -138,8 +167,60 @@ async function respond(handler: HttpHandler, req: IncomingMessage, res: ServerRe
   }
 }
 
+/**
+ * The Entra stand-in of dev/localEntra.ts on HTTPS (a certificate from the kept local CA), with the
+ * demo clients' secrets and the demo partner's kept certificate registered. The service reaches it with
+ * a fetch that trusts the local CA (and Node's own roots), as a partner's process does with
+ * NODE_EXTRA_CA_CERTS; nothing global to the process changes.
+ */
+async function startEmbeddedIdentity(
+  audience: string,
+  role: string | undefined,
+  hostPort: number,
+  certificatesDir: string,
+): Promise<{ identity: EmbeddedIdentity; providerFetch: typeof fetch; stop(): Promise<void> }> {
+  const ca: KeptCertificate = await localCertificateAuthority(certificatesDir);
+  const [clientCert, tls] = await Promise.all([clientCertificate(DEMO_CERTIFICATE_CLIENT, certificatesDir), loopbackServerCertificate(ca)]);
+  const trusting = new Agent({ connect: { ca: [...rootCertificates, ca.cert] } });
+  const clients: Record<string, ClientCredentials> = {};
+  for (const [clientId, secret] of Object.entries(DEMO_CLIENT_SECRETS)) {
+    clients[clientId] = { secret, ...(clientId === DEMO_CERTIFICATE_CLIENT ? { certificates: [clientCert.cert] } : {}) };
+  }
+  const provider = await startLocalEntra({
+    tenantId: DEMO_TENANT_ID,
+    audience,
+    roles: role ? [role] : undefined,
+    tls,
+    clients,
+    // Next to the host (7072 by default), so clients such as examples/submit-draws.ts find it without being told.
+    port: hostPort === 0 ? 0 : (hostPort % 65535) + 1,
+  });
+  return {
+    identity: {
+      authorityHost: provider.authorityHost,
+      tenantId: DEMO_TENANT_ID,
+      authority: provider.authority,
+      tokenUrl: provider.tokenUrl,
+      scope: `${audience.replace(/\/$/, '')}/.default`,
+      caCertPath: ca.certPath,
+      certificateClient: {
+        clientId: DEMO_CERTIFICATE_CLIENT,
+        keyPath: clientCert.keyPath,
+        certPath: clientCert.certPath,
+        combinedPath: clientCert.combinedPath,
+        thumbprintSha256: clientCert.thumbprintSha256,
+      },
+    },
+    providerFetch: (input, init) => fetch(input, { ...init, dispatcher: trusting }),
+    stop: async () => {
+      await provider.stop();
+      await trusting.close();
+    },
+  };
+}
+
 /** Starts the host with `env` over the embedded defaults. */
-export async function startDevHost(env: Settings, log: Log = console.log): Promise<DevHost> {
+export async function startDevHost(env: Settings, log: Log = console.log, options: DevHostOptions = {}): Promise<DevHost> {
   const settings: Settings = { ...env };
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -154,31 +235,25 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
       stops.push(() => azurite.stop());
       settings.TABLES_CONNECTION_STRING = azurite.connectionString;
     }
-    let tokenUrl: string | undefined;
-    let scope: string | undefined;
+    let identity: EmbeddedIdentity | undefined;
+    let providerFetch: typeof fetch | undefined;
     if (!isSet(settings, 'AUTH_OPENID_CONFIG_URL') && !isSet(settings, 'AUTH_TENANT_ID')) {
       if (!isSet(settings, 'AUTH_AUDIENCE')) settings.AUTH_AUDIENCE = DEMO_AUDIENCE;
-      const role = settings.AUTH_REQUIRED_ROLE?.trim();
       const audience = (settings.AUTH_AUDIENCE as string).split(',')[0].trim();
-      const provider = await startOidcProvider({
-        audience,
-        roles: role ? [role] : undefined,
-        // Its token endpoint checks each demo client's secret and the scope, as Entra does.
-        clients: DEMO_CLIENT_SECRETS,
-        // Next to the host (7072 by default), so clients such as examples/submit-draws.ts find it without being told.
-        port: port === 0 ? 0 : (port % 65535) + 1,
-      });
+      const provider = await startEmbeddedIdentity(audience, settings.AUTH_REQUIRED_ROLE?.trim(), port, options.certificatesDir ?? DEFAULT_CERTIFICATES_DIR);
       stops.push(() => provider.stop());
-      settings.AUTH_OPENID_CONFIG_URL = provider.openIdConfigUrl;
-      tokenUrl = provider.tokenUrl;
-      scope = `${audience}/.default`;
+      // Configured as a deployment is: a tenant and its authority host, the metadata found from them.
+      identity = provider.identity;
+      providerFetch = provider.providerFetch;
+      settings.AUTH_TENANT_ID = provider.identity.tenantId;
+      settings.AUTH_AUTHORITY_HOST = provider.identity.authorityHost;
     }
     const config = loadConfig(settings);
     if (embeddedStorage) await seedDemo(settings.TABLES_CONNECTION_STRING as string, config.tables);
     const credential = config.tables.endpoint !== undefined ? new DefaultAzureCredential() : undefined;
     const telemetry = config.telemetry === undefined ? noTelemetry : startTelemetry(config.telemetry);
     stops.push(() => telemetry.flush());
-    const handler = createDrawRequestHandler(createDependencies(config, { credential, telemetry }));
+    const handler = createDrawRequestHandler(createDependencies(config, { credential, telemetry, providerFetch }));
     const server = await serveHandler(handler, port, log);
     stops.push(
       () =>
@@ -188,7 +263,7 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
         }),
     );
     const listening = (server.address() as { port: number }).port;
-    return { url: `http://127.0.0.1:${listening}/DrawRequest`, tokenUrl, scope, embeddedStorage, stop };
+    return { url: `http://127.0.0.1:${listening}/DrawRequest`, identity, embeddedStorage, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -198,11 +273,27 @@ export async function startDevHost(env: Settings, log: Log = console.log): Promi
 /** The ready-to-paste commands for the demo setup: curl and a POSIX shell, nothing else. */
 export function demoCommands(host: DevHost): string {
   const client = DEMO_PARTNERS[0].clientId;
-  const getToken = host.tokenUrl
-    ? `TOKEN=$(curl -s -X POST ${host.tokenUrl} -d grant_type=client_credentials -d client_id=${client} -d client_secret=${DEMO_CLIENT_SECRETS[client]} -d scope=${host.scope} | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`
+  const { identity } = host;
+  const getToken = identity
+    ? `TOKEN=$(curl -s --cacert ${identity.caCertPath} -X POST ${identity.tokenUrl} -d grant_type=client_credentials -d client_id=${client} -d client_secret=${DEMO_CLIENT_SECRETS[client]} -d scope=${identity.scope} | sed -E 's/.*"access_token":"([^"]+)".*/\\1/')`
     : 'TOKEN=<an access token from your identity provider>';
   const post = `curl -sS -i -X POST ${host.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '[{"loanNumber":1001,"requestor":"jane.doe@partner.example","amount":250.00}]'`;
   return `${getToken}\n${post}`;
+}
+
+/** How a partner's client is pointed at the embedded provider: MSAL, Azure Identity, and the files to trust and sign with. */
+export function describeIdentity(identity: EmbeddedIdentity): string {
+  const cert = identity.certificateClient;
+  return [
+    'Local Entra ID stand-in (HTTPS):',
+    `  authority ${identity.authority} (MSAL: knownAuthorities ["${new URL(identity.authorityHost).host}"])`,
+    `  authorityHost ${identity.authorityHost}, tenant ${identity.tenantId} (Azure Identity: disableInstanceDiscovery true)`,
+    `  token endpoint ${identity.tokenUrl}, scope ${identity.scope}`,
+    `  its certificate authority: ${identity.caCertPath}`,
+    `    trust it with NODE_EXTRA_CA_CERTS=${identity.caCertPath} (Node.js) or curl --cacert ${identity.caCertPath}`,
+    `  client ${cert.clientId} may also sign in with its certificate: key ${cert.keyPath}, certificate ${cert.certPath}`,
+    `    (both in ${cert.combinedPath}), SHA-256 thumbprint ${cert.thumbprintSha256}`,
+  ].join('\n');
 }
 
 function describeDemoData(): string {
@@ -226,6 +317,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   if (host.embeddedStorage) console.log(describeDemoData());
+  if (host.identity) console.log(`\n${describeIdentity(host.identity)}`);
   console.log(`\nTry it (a second identical post answers 400 Pending Transaction Request):\n\n${demoCommands(host)}\n`);
   console.log(`listening on ${host.url}`);
   const shutdown = () => {

@@ -5,7 +5,8 @@
  *   npm run example -- examples/draws.json
  *   npm run example -- examples/draws.csv --idempotency-key 7c1e7a52-3f0d-4d8e-a0c4-1b2f9c6d5e40
  *
- * 1. Gets an access token with the OAuth 2.0 client-credentials flow.
+ * 1. Gets an access token with the OAuth 2.0 client-credentials flow: with a certificate (a signed client
+ *    assertion, as docs/partners.md recommends) or with a client secret.
  * 2. POSTs the batch to `{base}/DrawRequest` with an `Idempotency-Key` (a new UUID per run unless given).
  * 3. Retries as the partners' guide says: 502 (and 503/504 from a gateway in front), network errors
  *    and timeouts with backoff and the same key; 401 once with a new token; 400 never.
@@ -14,7 +15,8 @@
  *
  * Only Node built-ins: copy this file into your own project as a starting point.
  */
-import { randomUUID } from 'node:crypto';
+import { X509Certificate, constants, createHash, createPrivateKey, randomUUID, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 
@@ -194,20 +196,31 @@ export interface ClientConfig {
   readonly baseUrl: string;
   readonly tokenUrl: string;
   readonly clientId: string;
-  readonly clientSecret: string;
+  /** How the client proves who it is: a certificate when one is configured, else the secret. */
+  readonly clientSecret?: string;
+  readonly clientCertificate?: ClientCertificate;
   readonly scope: string;
   /** Per HTTP attempt. */
   readonly timeoutMs: number;
   /** Waits before the 2nd, 3rd, … attempt after a 502 or no answer; its length + 1 is the number of attempts. */
   readonly retryDelaysMs: readonly number[];
+  /** The fetch to send with (default: the global one), for an application with its own TLS or proxy settings. */
+  readonly fetch?: typeof fetch;
 }
 
-/** Matches `npm start`: its dev host port, demo client and API audience. */
+/** A certificate registered on the client application, and its private key (both PEM). */
+export interface ClientCertificate {
+  readonly certificate: string;
+  readonly privateKey: string;
+}
+
+/** Matches `npm start`: its dev host port, demo client, its embedded Entra stand-in's tenant, and the API audience. */
 export const DEFAULTS = {
   baseUrl: 'http://127.0.0.1:7071',
   clientId: 'demo-partner',
-  /** The embedded provider does not check secrets; it is only used for a loopback token URL. */
+  /** The demo client's secret at npm start's embedded provider; used only for a token URL on this machine. */
   localClientSecret: 'local-demo',
+  localTenantId: '00000000-0000-4000-8000-0000000d3a05',
   scope: 'api://draw-request-service/.default',
   timeoutSeconds: 30,
   retryDelaysMs: [1000, 2000],
@@ -215,12 +228,16 @@ export const DEFAULTS = {
 
 export const ENV_HELP = `Settings (environment variables; empty means unset):
   DRAWS_BASE_URL        service base URL (default ${DEFAULTS.baseUrl}); the batch goes to {base}/DrawRequest
-  DRAWS_TOKEN_URL       OAuth 2.0 token endpoint (default for a base URL on this machine: the port after it,
-                        where npm start's embedded provider listens, e.g. http://127.0.0.1:7072/token);
+  DRAWS_TOKEN_URL       OAuth 2.0 token endpoint (default for a base URL on this machine: npm start's embedded
+                        provider on the port after it, https://127.0.0.1:7072/${DEFAULTS.localTenantId}/oauth2/v2.0/token;
+                        Node.js trusts its certificate when NODE_EXTRA_CA_CERTS names the CA file npm start prints);
                         with Entra ID, https://login.microsoftonline.com/<tenant>/oauth2/v2.0/token
   DRAWS_TENANT_ID       Entra tenant id: sets DRAWS_TOKEN_URL to the tenant's v2.0 token endpoint when that is unset
   DRAWS_CLIENT_ID       your client (application) id (default ${DEFAULTS.clientId})
-  DRAWS_CLIENT_SECRET   your client secret (default ${DEFAULTS.localClientSecret}, for a token URL on this machine only)
+  DRAWS_CLIENT_CERTIFICATE      PEM file with the certificate registered on your application (and its private key,
+                                unless DRAWS_CLIENT_CERTIFICATE_KEY names another file): signs a client assertion
+  DRAWS_CLIENT_CERTIFICATE_KEY  PEM file with that certificate's private key
+  DRAWS_CLIENT_SECRET   your client secret, when no certificate is set (default ${DEFAULTS.localClientSecret}, for a token URL on this machine only)
   DRAWS_SCOPE           scope to ask for (default ${DEFAULTS.scope})
   DRAWS_IDEMPOTENCY_KEY Idempotency-Key to send (default: a new UUID per run); --idempotency-key wins
   DRAWS_TIMEOUT_SECONDS per-attempt timeout (default ${DEFAULTS.timeoutSeconds})`;
@@ -255,7 +272,65 @@ function embeddedTokenUrl(baseUrl: string): string | undefined {
   const base = new URL(baseUrl);
   if (!isLoopback(base) || base.protocol !== 'http:') return undefined;
   const port = Number(base.port || 80);
-  return `http://${base.hostname}:${(port % 65535) + 1}/token`;
+  return `https://${base.hostname}:${(port % 65535) + 1}/${DEFAULTS.localTenantId}/oauth2/v2.0/token`;
+}
+
+function readPem(setting: string, path: string, label: 'CERTIFICATE' | 'PRIVATE KEY'): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigurationError(`${setting}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  if (!text.includes(`-----BEGIN ${label}-----`) && !(label === 'PRIVATE KEY' && /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text))) {
+    throw new ConfigurationError(`${setting}: ${path} holds no PEM ${label.toLowerCase()}`);
+  }
+  return text;
+}
+
+/** The certificate and key named by DRAWS_CLIENT_CERTIFICATE(_KEY), checked to belong together. */
+function certificateFromEnv(certificatePath: string | undefined, keyPath: string | undefined): ClientCertificate | undefined {
+  if (certificatePath === undefined) {
+    if (keyPath !== undefined) throw new ConfigurationError('DRAWS_CLIENT_CERTIFICATE_KEY is set without DRAWS_CLIENT_CERTIFICATE');
+    return undefined;
+  }
+  const certificate = readPem('DRAWS_CLIENT_CERTIFICATE', certificatePath, 'CERTIFICATE');
+  const privateKey =
+    keyPath === undefined
+      ? readPem('DRAWS_CLIENT_CERTIFICATE', certificatePath, 'PRIVATE KEY')
+      : readPem('DRAWS_CLIENT_CERTIFICATE_KEY', keyPath, 'PRIVATE KEY');
+  try {
+    if (!new X509Certificate(certificate).checkPrivateKey(createPrivateKey(privateKey)))
+      throw new ConfigurationError("the private key is not the certificate's");
+  } catch (error) {
+    throw new ConfigurationError(`DRAWS_CLIENT_CERTIFICATE: ${error instanceof ConfigurationError ? error.message : `unusable (${(error as Error).message})`}`);
+  }
+  return { certificate, privateKey };
+}
+
+/**
+ * A client assertion (RFC 7523) as Microsoft's libraries build one: PS256, the certificate named by its
+ * SHA-256 thumbprint (`x5t#S256`), for this token endpoint, from and about this client, for 10 minutes.
+ */
+export function clientAssertion(clientId: string, tokenUrl: string, credential: ClientCertificate, now = Date.now()): string {
+  const thumbprint = createHash('sha256').update(new X509Certificate(credential.certificate).raw).digest('base64url');
+  const issuedAt = Math.floor(now / 1000);
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const signingInput = `${part({ alg: 'PS256', typ: 'JWT', 'x5t#S256': thumbprint })}.${part({
+    aud: tokenUrl,
+    iss: clientId,
+    sub: clientId,
+    jti: randomUUID(),
+    iat: issuedAt,
+    nbf: issuedAt,
+    exp: issuedAt + 600,
+  })}`;
+  const signature = sign('sha256', Buffer.from(signingInput), {
+    key: createPrivateKey(credential.privateKey),
+    padding: constants.RSA_PKCS1_PSS_PADDING,
+    saltLength: 32,
+  });
+  return `${signingInput}.${signature.toString('base64url')}`;
 }
 
 /** Client settings from `DRAWS_*` environment variables over {@link DEFAULTS}. */
@@ -276,8 +351,14 @@ export function configFromEnv(env: Record<string, string | undefined>): ClientCo
     );
   }
   const token = httpUrl('DRAWS_TOKEN_URL', tokenUrl);
-  const clientSecret = get('DRAWS_CLIENT_SECRET') ?? (isLoopback(token) ? DEFAULTS.localClientSecret : undefined);
-  if (clientSecret === undefined) throw new ConfigurationError('DRAWS_CLIENT_SECRET is not set (required for a token endpoint other than this machine)');
+  const clientCertificate = certificateFromEnv(get('DRAWS_CLIENT_CERTIFICATE'), get('DRAWS_CLIENT_CERTIFICATE_KEY'));
+  const clientSecret =
+    clientCertificate !== undefined ? undefined : (get('DRAWS_CLIENT_SECRET') ?? (isLoopback(token) ? DEFAULTS.localClientSecret : undefined));
+  if (clientCertificate === undefined && clientSecret === undefined) {
+    throw new ConfigurationError(
+      'set DRAWS_CLIENT_CERTIFICATE (preferred) or DRAWS_CLIENT_SECRET: one is required for a token endpoint other than this machine',
+    );
+  }
   const timeoutText = get('DRAWS_TIMEOUT_SECONDS');
   const timeoutSeconds = timeoutText === undefined ? DEFAULTS.timeoutSeconds : Number(timeoutText);
   if (!(timeoutSeconds > 0 && timeoutSeconds <= 600))
@@ -286,7 +367,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ClientCo
     baseUrl,
     tokenUrl,
     clientId: get('DRAWS_CLIENT_ID') ?? DEFAULTS.clientId,
-    clientSecret,
+    ...(clientCertificate === undefined ? { clientSecret } : { clientCertificate }),
     scope: get('DRAWS_SCOPE') ?? DEFAULTS.scope,
     timeoutMs: timeoutSeconds * 1000,
     retryDelaysMs: DEFAULTS.retryDelaysMs,
@@ -377,11 +458,27 @@ const RETRYABLE_STATUSES = new Set([502, 503, 504]);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** TLS failures that mean "no trusted chain", as Node.js names them. */
+const UNTRUSTED_CERTIFICATE = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
+function isUntrusted(error: unknown): boolean {
+  const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof code === 'string' && UNTRUSTED_CERTIFICATE.has(code);
+}
+
 /** "connect ECONNREFUSED 127.0.0.1:7071", "no answer within the timeout": what a person can act on. */
 function describeNetworkError(error: unknown): string {
   const e = error as Error & { cause?: { code?: string; message?: string } };
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'no answer within the timeout';
   const cause = e?.cause;
+  if (isUntrusted(error)) {
+    return `${cause?.code}: the server's certificate is not trusted here (for npm start's local provider, set NODE_EXTRA_CA_CERTS to the CA file it prints)`;
+  }
   if (cause?.message) return cause.code && !cause.message.includes(cause.code) ? `${cause.code}: ${cause.message}` : cause.message;
   return e?.message ?? String(error);
 }
@@ -400,21 +497,34 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** Client-credentials grant; retries network errors and 5xx like the batch itself. */
 async function fetchToken(config: ClientConfig, log: (line: string) => void): Promise<string> {
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: config.clientId, client_secret: config.clientSecret, scope: config.scope });
+  // A new assertion per attempt: each is good for minutes only.
+  const form = () =>
+    new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: config.clientId,
+      ...(config.clientCertificate === undefined
+        ? { client_secret: config.clientSecret ?? '' }
+        : {
+            client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+            client_assertion: clientAssertion(config.clientId, config.tokenUrl, config.clientCertificate),
+          }),
+      scope: config.scope,
+    });
   for (let attempt = 1; ; attempt++) {
     const retryIn = config.retryDelaysMs[attempt - 1];
     let response: Response;
     let text: string;
     try {
-      response = await fetch(config.tokenUrl, {
+      response = await (config.fetch ?? fetch)(config.tokenUrl, {
         method: 'POST',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
-        body: form.toString(),
+        body: form().toString(),
         signal: AbortSignal.timeout(config.timeoutMs),
       });
       text = await response.text();
     } catch (error) {
-      if (retryIn === undefined) throw new TokenError(`token endpoint ${config.tokenUrl}: ${describeNetworkError(error)}`);
+      // An untrusted certificate stays untrusted: waiting would not help.
+      if (retryIn === undefined || isUntrusted(error)) throw new TokenError(`token endpoint ${config.tokenUrl}: ${describeNetworkError(error)}`);
       log(`token endpoint: ${describeNetworkError(error)}; retrying in ${retryIn / 1000} s`);
       await sleep(retryIn);
       continue;
@@ -545,7 +655,7 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
     let response: Response;
     let text: string;
     try {
-      response = await fetch(url, {
+      response = await (options.fetch ?? fetch)(url, {
         method: 'POST',
         headers: {
           Authorization: `Bearer ${token}`,
@@ -736,7 +846,7 @@ export async function main(argv: readonly string[], env: Record<string, string |
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey))
       throw new ConfigurationError('the Idempotency-Key must be 1 to 128 visible ASCII characters (no spaces)');
     const batch = await parseDrawFile(args.file);
-    io.err(`Token: client ${config.clientId} at ${config.tokenUrl} (scope ${config.scope})`);
+    io.err(`Token: client ${config.clientId} with its ${config.clientCertificate ? 'certificate' : 'secret'} at ${config.tokenUrl} (scope ${config.scope})`);
     const result = await submitDraws({ ...config, batch, idempotencyKey, log: (line) => io.err(line) });
     io.out(formatOutcome(result, batch));
     return result.exitCode;

@@ -45,6 +45,8 @@ export interface WiringOptions {
   /** Started once per instance when a connection string is set (see functions/main.ts). */
   readonly telemetry?: Telemetry;
   readonly now?: () => Date;
+  /** How the identity provider is reached (default: the global fetch); the dev host's trusts its local CA. */
+  readonly providerFetch?: typeof fetch;
 }
 
 /** One set of long-lived pieces per instance: caches live as long as the instance. */
@@ -54,7 +56,7 @@ export function createDependencies(config: Config, options: WiringOptions = {}):
   return {
     config,
     store,
-    authenticator: new Authenticator(config.auth, () => now().getTime(), options.providerTimings),
+    authenticator: new Authenticator(config.auth, () => now().getTime(), options.providerTimings, options.providerFetch),
     partners: new PartnerDirectory(store, () => now().getTime()),
     telemetry: options.telemetry ?? noTelemetry,
     now,

@@ -23,7 +23,6 @@ import { tracedFetch } from './telemetry';
 import { VerifiedTokens } from './verifiedTokens';
 
 /** Calls to the identity provider, recorded as dependencies. */
-const providerFetch = tracedFetch('identity-provider');
 
 /** How the provider's metadata and keys are fetched and kept. */
 export interface ProviderTimings {
@@ -131,13 +130,17 @@ export class Authenticator {
   private loading?: Promise<ProviderKeys>;
   private refreshFailedAt = Number.NEGATIVE_INFINITY;
   private readonly verified: VerifiedTokens<TokenResult>;
+  private readonly providerFetch: typeof fetch;
 
+  /** `fetchImpl` reaches the identity provider: the global fetch, or the dev host's, which trusts its local CA. */
   constructor(
     private readonly config: AuthConfig,
     private readonly now: () => number = Date.now,
     private readonly timings: ProviderTimings = DEFAULT_PROVIDER_TIMINGS,
+    fetchImpl?: typeof fetch,
   ) {
     this.verified = new VerifiedTokens(config.clockToleranceSeconds);
+    this.providerFetch = tracedFetch('identity-provider', fetchImpl);
   }
 
   async verify(authorization: string | null | undefined): Promise<TokenResult> {
@@ -236,7 +239,7 @@ export class Authenticator {
     const ofTenant = (issuer: string) => (tenantId === undefined ? issuer : withTenant(issuer, tenantId));
     const metadataIssuer = ofTenant(v2.issuer);
     const issuers = allowedIssuers ?? [metadataIssuer, ...(v1 === undefined ? [] : [ofTenant(v1.issuer)])];
-    const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now);
+    const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now, this.providerFetch);
     const verifyOptions: JWTVerifyOptions = {
       issuer: [...issuers],
       audience: audienceForms(this.config.audiences),
@@ -251,7 +254,7 @@ export class Authenticator {
 
   /** One OpenID metadata document: it must name its issuer. */
   private async metadata(url: string): Promise<{ issuer: string; jwks_uri?: unknown }> {
-    const response = await providerFetch(url, {
+    const response = await this.providerFetch(url, {
       signal: AbortSignal.timeout(this.timings.fetchTimeoutMs),
       redirect: 'manual',
       headers: { accept: 'application/json' },
@@ -268,7 +271,7 @@ export class Authenticator {
  * "the provider is down" apart from "no such key", and to keep verifying with the keys it holds
  * while the provider is down, without waiting on it again for a while after a failure.
  */
-function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number): KeyResolver {
+function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number, providerFetch: typeof fetch): KeyResolver {
   let version = 0;
   const remote = createRemoteJWKSet(jwksUri, {
     timeoutDuration: timings.fetchTimeoutMs,

@@ -278,7 +278,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
  * fetch, recorded as an HTTP dependency of the current invocation (an OpenTelemetry client span;
  * a no-op when telemetry is off). Used for the identity provider's metadata and keys.
  */
-export function tracedFetch(dependency: string): typeof fetch {
+export function tracedFetch(dependency: string, fetchImpl: typeof fetch = (input, init) => fetch(input, init)): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const tracer = trace.getTracer('draw-request-service');
@@ -296,7 +296,7 @@ export function tracedFetch(dependency: string): typeof fetch {
       },
       async (span) => {
         try {
-          const response = await fetch(input, init);
+          const response = await fetchImpl(input, init);
           span.setAttribute('http.response.status_code', response.status);
           if (response.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
           return response;

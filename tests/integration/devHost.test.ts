@@ -3,13 +3,18 @@
  * another Azurite and another OpenID provider, and as `npm start` runs it on a fresh machine.
  */
 import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { decodeJwt } from 'jose';
 import { promisify } from 'node:util';
 import { ConfigError } from '../../lib/config';
 import { startAzurite, type Azurite } from '../../dev/azurite';
-import { DEMO_CLIENT_SECRETS, createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
-import { startDevHost, type DevHost } from '../../dev/devHost';
+import { DEMO_CLIENT_SECRETS, DEMO_TENANT_ID, createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
+import { startDevHost, type DevHost, type EmbeddedIdentity } from '../../dev/devHost';
+import { clientAssertion } from '../../examples/submit-draws';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { spawnDevHost } from '../support/devHostProcess';
+import { trustingFetch } from '../support/localCa';
 
 const run = promisify(execFile);
 const AUDIENCE = 'api://external-audience';
@@ -52,7 +57,7 @@ describe('settings from the environment replace the embedded defaults', () => {
 
   test('nothing embedded is started, and a draw posted over HTTP lands in the external storage', async () => {
     expect(host.embeddedStorage).toBe(false);
-    expect(host.tokenUrl).toBeUndefined();
+    expect(host.identity).toBeUndefined();
     const response = await fetch(host.url, {
       method: 'POST',
       headers: { authorization: `Bearer ${await tokenFor('ext-client')}`, 'content-type': 'application/json' },
@@ -128,17 +133,85 @@ describe('`npm start` on a fresh machine: embedded Azurite and provider, the pri
   });
 });
 
-describe("the embedded provider's token endpoint refuses what Entra refuses, in Entra's shape", () => {
+describe("the embedded provider is laid out as Entra is, on HTTPS, and its token endpoint refuses what Entra refuses, in Entra's shape", () => {
   let host: DevHost;
+  let identity: EmbeddedIdentity;
+  /** This test's fetch trusts the local CA, as a partner's process told with NODE_EXTRA_CA_CERTS does. */
+  let trusted: typeof fetch;
   beforeAll(async () => {
     host = await startDevHost({ PORT: '0' }, () => undefined);
+    identity = host.identity as EmbeddedIdentity;
+    trusted = trustingFetch(identity.caCertPath);
   }, 60_000);
   afterAll(() => host?.stop());
 
   const ask = async (form: Record<string, string>) => {
-    const response = await fetch(host.tokenUrl as string, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', ...form }) });
+    const response = await trusted(identity.tokenUrl, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', ...form }) });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
+
+  test("the tenant's metadata names an issuer on the authority's host, Entra's endpoints under it, and keys that name their issuer", async () => {
+    expect(identity.authority).toBe(`${identity.authorityHost}/${DEMO_TENANT_ID}`);
+    expect(identity.authorityHost).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const metadata = (await (await trusted(`${identity.authority}/v2.0/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    expect(metadata).toMatchObject({
+      issuer: `${identity.authority}/v2.0`,
+      token_endpoint: identity.tokenUrl,
+      jwks_uri: `${identity.authority}/discovery/v2.0/keys`,
+      authorization_endpoint: `${identity.authority}/oauth2/v2.0/authorize`,
+      token_endpoint_auth_methods_supported: expect.arrayContaining(['client_secret_post', 'private_key_jwt']),
+    });
+    expect(identity.tokenUrl).toBe(`${identity.authority}/oauth2/v2.0/token`);
+    const keys = (await (await trusted(metadata.jwks_uri as string)).json()) as { keys: Array<Record<string, unknown>> };
+    expect(keys.keys).toEqual([
+      expect.objectContaining({ kty: 'RSA', use: 'sig', kid: expect.any(String), issuer: `${identity.authorityHost}/{tenantid}/v2.0` }),
+    ]);
+    const v1 = (await (await trusted(`${identity.authority}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    expect(v1.issuer).toBe(`${identity.authority}/`);
+  });
+
+  test("its certificate is trusted only through the local CA, which is a CA and issued it for this machine's addresses", async () => {
+    const failure = (await fetch(identity.tokenUrl, { method: 'POST' }).catch((error: unknown) => error)) as Error & { cause?: { code?: string } };
+    expect(failure.name).toBe('TypeError');
+    expect(failure.cause?.code).toBe('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+    const ca = new X509Certificate(readFileSync(identity.caCertPath));
+    expect(ca.ca).toBe(true);
+    expect((await trusted(identity.tokenUrl, { method: 'POST' })).status).toBe(400);
+  });
+
+  test('another tenant in the path is not found, as Entra says it', async () => {
+    const response = await trusted(identity.tokenUrl.replace(DEMO_TENANT_ID, '11111111-2222-4333-8444-555555555555'), { method: 'POST' });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error_codes: number[] }).error_codes).toEqual([90002]);
+  });
+
+  test("the demo partner's certificate signs a client assertion (built as examples/submit-draws.ts builds it) that gets a token", async () => {
+    const cert = identity.certificateClient;
+    const credential = { certificate: readFileSync(cert.certPath, 'utf8'), privateKey: readFileSync(cert.keyPath, 'utf8') };
+    const answer = await ask({
+      client_id: cert.clientId,
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: clientAssertion(cert.clientId, identity.tokenUrl, credential),
+      scope: identity.scope,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ token_type: 'Bearer', expires_in: 3599, access_token: expect.any(String) });
+    expect(decodeJwt(answer.body.access_token as string)).toMatchObject({
+      iss: `${identity.authority}/v2.0`,
+      tid: DEMO_TENANT_ID,
+      aud: 'api://draw-request-service',
+      azp: cert.clientId,
+      sub: cert.clientId,
+      idtyp: 'app',
+      ver: '2.0',
+    });
+    const post = await fetch(host.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${answer.body.access_token as string}`, 'content-type': 'application/json' },
+      body: JSON.stringify([{ loanNumber: 1005, requestor: 'jane.doe@partner.example', amount: 5 }]),
+    });
+    expect(post.status).toBe(204);
+  });
   const demo = { client_id: 'demo-partner', client_secret: DEMO_CLIENT_SECRETS['demo-partner'], scope: 'api://draw-request-service/.default' };
 
   test.each([

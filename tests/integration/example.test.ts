@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { configFromEnv, formatOutcome, parseDrawFile, submitDraws, type ClientConfig, type DrawBatch, type SubmitResult } from '../../examples/submit-draws';
 import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
 import { freePort } from '../../dev/azurite';
+import { DEMO_TENANT_ID } from '../../dev/demoData';
+import { trustingFetch } from '../support/localCa';
 
 const ROOT = join(__dirname, '..', '..');
 const EXAMPLE_ENTRY = join(ROOT, 'dist', 'examples', 'submit-draws.js');
@@ -47,7 +49,10 @@ function runCli(args: readonly string[], env: Record<string, string>): Promise<C
 
 describe('against `npm start` (embedded Azurite and provider), with the client defaults', () => {
   let host: DevHostProcess;
-  let env: { DRAWS_BASE_URL: string };
+  let env: { DRAWS_BASE_URL: string; NODE_EXTRA_CA_CERTS: string };
+  /** The files npm start prints: its local CA, and the demo partner's certificate with its key. */
+  let caCertPath: string;
+  let combinedPath: string;
   let dir: string;
   let firstKey: string;
 
@@ -65,8 +70,12 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
         if (attempt === 3 || !String(error).includes('EADDRINUSE')) throw error;
       }
     }
-    env = { DRAWS_BASE_URL: host.url.replace(/\/DrawRequest$/, '') };
-    expect(host.output()).toContain(`-X POST http://localhost:${port + 1}/token`); // the curl `npm start` prints
+    caCertPath = /its certificate authority: (\S+)/.exec(host.output())?.[1] ?? '';
+    combinedPath = /\(both in (\S+)\)/.exec(host.output())?.[1] ?? '';
+    env = { DRAWS_BASE_URL: host.url.replace(/\/DrawRequest$/, ''), NODE_EXTRA_CA_CERTS: caCertPath };
+    // The client's default token URL is where the curl `npm start` prints gets its token.
+    expect(host.output()).toContain(`--cacert ${caCertPath} -X POST ${configFromEnv(env).tokenUrl} `);
+    expect(configFromEnv(env).tokenUrl).toBe(`https://127.0.0.1:${port + 1}/${DEMO_TENANT_ID}/oauth2/v2.0/token`);
   });
   afterAll(async () => {
     await host?.stop();
@@ -81,7 +90,7 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
 
   async function submit(path: string, idempotencyKey?: string): Promise<{ result: SubmitResult; report: string; batch: DrawBatch }> {
     const batch = await parseDrawFile(path);
-    const result = await submitDraws({ ...configFromEnv(env), batch, idempotencyKey });
+    const result = await submitDraws({ ...configFromEnv(env), batch, idempotencyKey, fetch: trustingFetch(caCertPath) });
     return { result, report: formatOutcome(result, batch), batch };
   }
 
@@ -196,6 +205,22 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     expect(unconfigured.code).toBe(2);
     expect(unconfigured.stdout).toBe('');
     expect(unconfigured.stderr).toContain('DRAWS_TOKEN_URL is not set');
+  });
+
+  test("the CLI with the demo partner's certificate: a client assertion gets the token, and the draw is accepted", async () => {
+    const path = file('certificate.json', [{ loanNumber: 1005, requestor: 'jane.doe@partner.example', amount: 20 }]);
+    const run = await runCli([path], { ...env, DRAWS_CLIENT_CERTIFICATE: combinedPath });
+    expect(run.stderr).toContain('Token: client demo-partner with its certificate at https://127.0.0.1:');
+    expect(run.stdout).toMatch(row(0, '1005', '20.00', 'accepted'));
+    expect(run.code).toBe(0);
+  });
+
+  test("the CLI without NODE_EXTRA_CA_CERTS: the provider's certificate is not trusted, said at once, exit 2", async () => {
+    const run = await runCli([SAMPLE_JSON], { DRAWS_BASE_URL: env.DRAWS_BASE_URL });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toContain('Failed: no access token');
+    expect(run.stdout).toContain('set NODE_EXTRA_CA_CERTS to the CA file it prints');
+    expect(run.stderr).not.toContain('retrying'); // an untrusted certificate is not retried
   });
 });
 

@@ -8,10 +8,11 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import ts from 'typescript';
 import { startDevHost, type DevHost } from '../../dev/devHost';
 import { OPENAPI_PATH } from '../support/contract';
 import { demoToken } from '../support/demoToken';
+import { typeErrors } from '../support/typeCheck';
+import ts from 'typescript';
 
 const ROOT = join(__dirname, '..', '..');
 /** Under the repository, so that `openapi-fetch` resolves from its node_modules; git-ignored. */
@@ -43,18 +44,7 @@ export async function submit(baseUrl: string, token: string, batch: Batch, idemp
 /** A body of the partner's code that must (or must not) compile against the generated types. */
 const usage = (batch: string) => `import type { Batch } from './client';\nexport const batch: Batch = ${batch};\n`;
 
-function diagnostics(file: string): string[] {
-  const program = ts.createProgram([file], {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.ESNext,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
-    skipLibCheck: true,
-  });
-  return ts.getPreEmitDiagnostics(program).map((d) => `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
-}
+const diagnostics = (file: string) => typeErrors([file]);
 
 beforeAll(() => {
   rmSync(DIR, { recursive: true, force: true });
