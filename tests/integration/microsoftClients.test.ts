@@ -101,7 +101,10 @@ test('docs/partners.md §1.4 holds the four snippets: MSAL and Azure Identity, e
 });
 
 test("§1.1's snippets for Entra are MSAL Node and Azure Identity with a certificate", () => {
-  expect(entraSnippets.map((s) => s.title)).toEqual(['JavaScript / TypeScript, MSAL Node (`@azure/msal-node`)', 'JavaScript / TypeScript, Azure Identity (`@azure/identity`)']);
+  expect(entraSnippets.map((s) => s.title)).toEqual([
+    'JavaScript / TypeScript, MSAL Node (`@azure/msal-node`)',
+    'JavaScript / TypeScript, Azure Identity (`@azure/identity`)',
+  ]);
 });
 
 test('every TypeScript snippet of §1 compiles under --strict against the libraries partners install', () => {
