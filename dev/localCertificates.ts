@@ -6,12 +6,24 @@
  * with Entra ID). Nothing here is of Azure; a new machine creates its own on first start.
  */
 import { X509Certificate, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { generate } from 'selfsigned';
 
-/** `.local/certificates` at the top of the repository (this file runs from `dist/dev/`). */
-export const DEFAULT_CERTIFICATES_DIR = resolve(__dirname, '..', '..', '.local', 'certificates');
+/** The repository's top folder: the nearest one up holding package.json (this file runs from dev/ under ts-jest, dist/dev/ compiled). */
+function repositoryRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${__dirname}`);
+    dir = parent;
+  }
+  return dir;
+}
+
+/** `.local/certificates` at the top of the repository (git-ignored). */
+export const DEFAULT_CERTIFICATES_DIR = join(repositoryRoot(), '.local', 'certificates');
 
 export interface KeptCertificate {
   /** PEM private key (PKCS #8). */
@@ -47,42 +59,62 @@ async function readKept(dir: string): Promise<KeptCertificate | 'absent' | 'expi
   }
 }
 
+const LOCK_WAIT_MS = 30_000;
+const LOCK_STALE_MS = 60_000;
+
 /**
- * The key pair and certificate kept in `dir/name`, created when absent or expiring. Two processes
- * starting together (parallel test workers) agree on one: each writes a complete copy beside the
- * final directory and renames it into place, and the one that finds the place taken reads the
- * winner's instead of overwriting it.
+ * Holds `path` (a directory: creating one is atomic) while `work` runs, so that processes starting
+ * together (parallel test workers, a second `npm start`) take turns. A lock older than a minute is
+ * left by a process that died holding it, and is taken over.
+ */
+async function holding<T>(path: string, work: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await mkdir(path);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const age = await stat(path).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
+      if (age > LOCK_STALE_MS) await rm(path, { recursive: true, force: true });
+      else if (Date.now() > deadline) throw new Error(`${path} is held by another process for more than ${LOCK_WAIT_MS / 1000} s`);
+      else await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The key pair and certificate kept in `dir/name`, created when absent or expiring. Written in a
+ * staging directory and renamed into place, under a lock, so that no process ever reads half a copy
+ * or hands out a certificate that is not the one on disk.
  */
 async function kept(parent: string, name: string, create: () => Promise<{ key: string; cert: string }>): Promise<KeptCertificate> {
   const dir = join(parent, name);
   const existing = await readKept(dir);
   if (typeof existing !== 'string') return existing;
   await mkdir(parent, { recursive: true });
-  const { key, cert } = await create();
-  const staging = join(parent, `.${name}-${randomUUID()}`);
-  await mkdir(staging, { mode: 0o700 });
-  await writeFile(join(staging, 'key.pem'), key, { mode: 0o600 });
-  await writeFile(join(staging, 'cert.pem'), cert);
-  await writeFile(join(staging, 'client.pem'), key + cert, { mode: 0o600 });
-  if (existing === 'expiring') {
-    // Moved aside, not deleted in place: another process may be doing the same, and only one rename succeeds.
-    const aside = join(parent, `.${name}-expired-${randomUUID()}`);
-    await rename(dir, aside).then(
-      () => rm(aside, { recursive: true, force: true }),
-      () => undefined,
-    );
-  }
-  try {
-    // Renaming onto a directory that holds files fails: the first copy in place wins.
+  return holding(join(parent, `.${name}.lock`), async () => {
+    // Another process may have written it while this one waited.
+    const current = await readKept(dir);
+    if (typeof current !== 'string') return current;
+    const { key, cert } = await create();
+    const staging = join(parent, `.${name}-${randomUUID()}`);
+    await mkdir(staging, { mode: 0o700 });
+    await writeFile(join(staging, 'key.pem'), key, { mode: 0o600 });
+    await writeFile(join(staging, 'cert.pem'), cert);
+    await writeFile(join(staging, 'client.pem'), key + cert, { mode: 0o600 });
+    await rm(dir, { recursive: true, force: true });
     await rename(staging, dir);
-  } catch (error) {
-    await rm(staging, { recursive: true, force: true });
-    if (!['ENOTEMPTY', 'EEXIST'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
-    const winner = await readKept(dir);
-    if (typeof winner === 'string') throw error;
-    return winner;
-  }
-  return { key, cert, ...filesIn(dir), thumbprintSha256: thumbprintOf(cert) };
+    return { key, cert, ...filesIn(dir), thumbprintSha256: thumbprintOf(cert) };
+  });
 }
 
 const YEARS = (n: number) => new Date(Date.now() + n * 365 * DAY_MS);

@@ -73,7 +73,7 @@ export function entraError(status: number, error: string, code: number, descript
     status,
     body: {
       error,
-      error_description: `AADSTS${code}: ${description} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,
+      error_description: `AADSTS${code}: ${description}\r\nTrace ID: ${traceId}\r\nCorrelation ID: ${correlationId}\r\nTimestamp: ${timestamp}`,
       error_codes: [code],
       timestamp,
       trace_id: traceId,
@@ -93,8 +93,18 @@ export function tokenRequestFields(form: URLSearchParams, authorization: string 
     const decoded = Buffer.from(basic[1], 'base64').toString();
     const colon = decoded.indexOf(':');
     if (colon > 0) {
-      fields.set('client_id', decodeURIComponent(decoded.slice(0, colon)));
-      fields.set('client_secret', decodeURIComponent(decoded.slice(colon + 1)));
+      // RFC 6749 §2.3.1: both are form-encoded. A malformed escape is a credential that cannot match.
+      const decode = (text: string) => {
+        try {
+          return decodeURIComponent(text.replaceAll('+', ' '));
+        } catch {
+          return undefined;
+        }
+      };
+      const id = decode(decoded.slice(0, colon));
+      const secret = decode(decoded.slice(colon + 1));
+      if (id !== undefined) fields.set('client_id', id);
+      fields.set('client_secret', secret ?? '\u0000malformed');
     }
   }
   return fields;
@@ -131,7 +141,8 @@ export async function assertionRefusal(
   }
   const cert = certificateNamed(header, certificates);
   const named = header['x5t#S256'] ?? header.x5t;
-  const thumbprint = typeof named === 'string' ? named : '';
+  // Entra names the thumbprint in upper-case hex.
+  const thumbprint = typeof named === 'string' ? Buffer.from(named, 'base64url').toString('hex').toUpperCase() : '';
   if (cert === undefined) {
     return entraError(
       401,
@@ -146,15 +157,23 @@ export async function assertionRefusal(
       requiredClaims: ['exp', 'iss', 'sub', 'aud'],
       clockTolerance: 300,
     });
+    // Every failure to authenticate the client is invalid_client (RFC 6749 §5.2), as Entra answers it.
     if (payload.iss !== clientId || payload.sub !== clientId) {
-      return entraError(400, 'invalid_request', 700021, "Client assertion application identifier doesn't match 'client_id' parameter.");
+      return entraError(401, 'invalid_client', 700021, "Client assertion application identifier doesn't match 'client_id' parameter.");
     }
-    const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-    if (!audiences.includes(tokenUrl)) return entraError(400, 'invalid_request', 700023, 'Client assertion audience claim does not match Realm issuer.');
+    if (Array.isArray(payload.aud)) {
+      return entraError(
+        401,
+        'invalid_client',
+        5002741,
+        `Number of audience values in the client assertion exceed maximum allowed. ${payload.aud.length} audience values provided, maximum allowed is 1.`,
+      );
+    }
+    if (payload.aud !== tokenUrl) return entraError(401, 'invalid_client', 700023, 'Client assertion audience claim does not match Realm issuer.');
     return undefined;
   } catch (error) {
     if (error instanceof joseErrors.JWTExpired || (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === 'nbf')) {
-      return entraError(400, 'invalid_request', 700024, 'Client assertion is not within its valid time range.');
+      return entraError(401, 'invalid_client', 700024, 'Client assertion is not within its valid time range.');
     }
     if (error instanceof joseErrors.JWSSignatureVerificationFailed || error instanceof joseErrors.JOSEAlgNotAllowed) {
       return entraError(401, 'invalid_client', 700027, 'Client assertion failed signature validation.');
@@ -287,9 +306,10 @@ export async function startLocalEntra(options: LocalEntraOptions): Promise<Local
     if (req.method === 'GET' && path === '/common/discovery/keys') return sendJson(res, 200, keySet(false));
     if (pathTenant === undefined) return sendJson(res, 404, {});
     if (pathTenant.toLowerCase() !== tenant) {
+      // The token endpoint calls it invalid_request; the metadata and keys, invalid_tenant.
       const refusal = entraError(
         400,
-        'invalid_request',
+        req.method === 'POST' ? 'invalid_request' : 'invalid_tenant',
         90002,
         `Tenant '${pathTenant}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`,
       );

@@ -539,7 +539,7 @@ async function fetchToken(config: ClientConfig, log: (line: string) => void): Pr
       // OAuth errors (RFC 6749 §5.2) name the problem, e.g. invalid_client; they never hold the secret.
       const oauth =
         isRecord(body) && typeof body.error === 'string'
-          ? `: ${body.error}${typeof body.error_description === 'string' ? ` (${body.error_description.split('\n')[0]})` : ''}`
+          ? `: ${body.error}${typeof body.error_description === 'string' ? ` (${body.error_description.split(/\r?\n/)[0]})` : ''}`
           : '';
       throw new TokenError(`token endpoint ${config.tokenUrl} answered ${response.status} ${response.statusText}${oauth}`);
     }

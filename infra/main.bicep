@@ -75,14 +75,13 @@ param authTenantId string = tenant().tenantId
 @description('AUTH_AUTHORITY_HOST: the Microsoft Entra authority of this cloud.')
 param authAuthorityHost string = environment().authentication.loginEndpoint
 
-@description('AUTH_AUDIENCE: accepted audiences. With accessTokenAcceptedVersion 2 the token\'s aud is the API app registration\'s application (client) id.')
-@minLength(1)
-param authAudiences array
+@description('AUTH_AUDIENCE beyond the API application\'s id (which is always accepted: v2 tokens carry it as aud), e.g. its App ID URI for v1 tokens; usually empty.')
+param authAudiences array = []
 
 @description('AUTH_ALLOWED_ISSUERS; empty (recommended): the issuers of the tenant\'s v2.0 and v1 metadata, right in every cloud.')
 param authAllowedIssuers array = []
 
-@description('AUTH_REQUIRED_ROLE: the app role partners\' client applications are granted.')
+@description('AUTH_REQUIRED_ROLE: the app role the API application declares and partners\' client applications are granted.')
 @minLength(1)
 param authRequiredRole string
 
@@ -99,6 +98,21 @@ param authClockToleranceSeconds int = 60
 param authAlgorithms array = [
   'RS256'
 ]
+
+// ---------------------------------------------------------------- partners (docs/deploy.md, "Add a partner")
+
+@description('Partners of this environment: [{ partnerId, clientAppId, active? }]. Each client application is granted the app role, and its Partners row is written by the deployment.')
+param partners array = []
+
+@description('Object id of the identity that deploys; it may write the Partners table. Empty: no such grant (the rows are then written by someone who may).')
+param partnerWriterPrincipalId string = ''
+
+@description('ServicePrincipal for a pipeline\'s identity, User for a person.')
+@allowed([
+  'ServicePrincipal'
+  'User'
+])
+param partnerWriterPrincipalType string = 'ServicePrincipal'
 
 // ---------------------------------------------------------------- tables (docs/contract.md §4)
 
@@ -199,6 +213,26 @@ var authority = endsWith(authAuthorityHost, '/') ? substring(authAuthorityHost, 
 
 // ---------------------------------------------------------------- resources
 
+// Microsoft Entra ID (the Microsoft Graph Bicep extension): the API's application and service
+// principal, then each partner's role grant.
+module entraApi 'modules/entraApi.bicep' = {
+  name: 'entraApi'
+  params: {
+    uniqueName: '${baseName}-api'
+    displayName: 'Draw Request Service (${environmentName})'
+    roleValue: authRequiredRole
+  }
+}
+
+module entraPartners 'modules/entraPartners.bicep' = {
+  name: 'entraPartners'
+  params: {
+    partners: partners
+    apiServicePrincipalId: entraApi.outputs.servicePrincipalId
+    roleId: entraApi.outputs.roleId
+  }
+}
+
 module identity 'modules/identity.bicep' = {
   name: 'identity'
   params: {
@@ -257,6 +291,16 @@ module roleAssignments 'modules/roleAssignments.bicep' = {
   }
 }
 
+module partnersWriter 'modules/partnersWriter.bicep' = if (!empty(partnerWriterPrincipalId)) {
+  name: 'partnersWriter'
+  params: {
+    principalId: partnerWriterPrincipalId
+    principalType: partnerWriterPrincipalType
+    storageAccountName: storage.outputs.name
+    partnersTableName: partnersTableName
+  }
+}
+
 module functionApp 'modules/functionApp.bicep' = {
   name: 'functionApp'
   params: {
@@ -273,7 +317,7 @@ module functionApp 'modules/functionApp.bicep' = {
     appInsightsConnectionString: monitoring.outputs.connectionString
     authTenantId: toLower(authTenantId)
     authAuthorityHost: authority
-    authAudience: join(authAudiences, ',')
+    authAudience: join(union([entraApi.outputs.appId], authAudiences), ',')
     authAllowedIssuers: join(authAllowedIssuers, ',')
     authRequiredRole: authRequiredRole
     authPartnerClaim: authPartnerClaim
@@ -326,6 +370,9 @@ output functionAppUrl string = 'https://${functionApp.outputs.defaultHostName}'
 @description('Storage account holding the tables (Partners rows are added here).')
 output storageAccountName string = storage.outputs.name
 
+@description('The Partners table (the deployment writes its rows).')
+output partnersTableName string = partnersTableName
+
 @description('Table endpoint (TABLES_ENDPOINT).')
 output tablesEndpoint string = storage.outputs.tableEndpoint
 
@@ -334,3 +381,12 @@ output appInsightsName string = monitoring.outputs.appInsightsName
 
 @description('The on-call workbook, in the Azure portal (docs/runbook.md).')
 output workbookUrl string = workbook.outputs.url
+
+@description('The API application\'s id (the aud of its tokens).')
+output apiAppId string = entraApi.outputs.appId
+
+@description('The API\'s App ID URI: partners ask for <uri>/.default.')
+output apiIdentifierUri string = entraApi.outputs.identifierUri
+
+@description('The Partners rows the deployment writes (scripts/deploy.sh, step partners).')
+output partnerRows array = entraPartners.outputs.rows

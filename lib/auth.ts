@@ -22,8 +22,6 @@ import { LIMITS } from './limits';
 import { tracedFetch } from './telemetry';
 import { VerifiedTokens } from './verifiedTokens';
 
-/** Calls to the identity provider, recorded as dependencies. */
-
 /** How the provider's metadata and keys are fetched and kept. */
 export interface ProviderTimings {
   /** Each metadata or key-set request. */

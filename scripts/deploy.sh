@@ -1,98 +1,199 @@
 #!/usr/bin/env bash
-# Deploys one environment of the Draw Request Service: the infrastructure (infra/main.bicep with
-# infra/env/<env>.parameters.json), then the code (the zip `npm run package` builds), then a smoke
-# check that POST /DrawRequest without a token answers 401. docs/deploy.md explains each step.
+# Deploys one environment of the Draw Request Service. A person runs it from a shell; the pipeline
+# (.github/workflows/deploy.yml) runs the same steps, one job step each, so the two cannot drift.
 #
-# Usage: scripts/deploy.sh <dev|prod> [--infra-only | --code-only]
+#   what-if   preview infra/main.bicep with infra/env/<env>.parameters.json (in the job summary on GitHub)
+#   infra     deploy it (Azure resources and the Entra application, service principal and role grants)
+#   partners  write the Partners row of each partner the parameters file lists (from the deployment's output)
+#   code      deploy the package (the zip `npm run package` builds, or --package <zip>)
+#   smoke     POST /DrawRequest without a token must answer 401
 #
-# Needs the Azure CLI, signed in (`az login`) with the target subscription selected
-# (`az account set --subscription <id>`), and Node.js/npm. Environment:
-#   RESOURCE_GROUP  the environment's resource group (default: rg-drawreq-<env>)
-#   LOCATION        region for the resource group if it does not exist yet (a Flex Consumption region)
+# Usage: scripts/deploy.sh <dev|prod> [--what-if | --infra-only | --code-only | --step <name> ...]
+#                          [--package <zip>] [--plan] [--yes]
+#   (no mode)     every step; after the what-if a person is asked to confirm (--yes: not asked)
+#   --what-if     the preview only        --infra-only  what-if, infra, partners
+#   --code-only   code, smoke             --step <name> exactly the steps named, in the order above
+#   --package     deploy this zip instead of building one (the pipeline's artifact, or a rollback)
+#   --plan        what-if with read permissions only (--validation-level ProviderNoRbac): pull requests
+#
+# Needs the Azure CLI signed in (az login, or azure/login in the pipeline) with the subscription
+# selected, and Node.js/npm when it builds the package. Environment:
+#   RESOURCE_GROUP               the environment's group (default rg-drawreq-<env>; bootstrap.bicep creates it)
+#   LOCATION                     region, only to create a missing group
+#   DEPLOYMENT_NAME              name of the deployment (default drawreq-<env>-<UTC time>)
+#   PARTNER_WRITER_PRINCIPAL_ID  object id that may write the Partners table (default: whoever is signed in)
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 <dev|prod> [--infra-only | --code-only]" >&2
+  sed -n '/^# Usage:/,/^#   --plan/p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 env="${1:-}"
-mode="${2:-all}"
 case "$env" in dev | prod) ;; *) usage ;; esac
-case "$mode" in all | --infra-only | --code-only) ;; *) usage ;; esac
+shift
+
+all_steps=(what-if infra partners code smoke)
+steps=()
+package=""
+plan=false
+yes=false
+mode_given=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --what-if) steps+=(what-if) mode_given=true ;;
+    --infra-only) steps+=(what-if infra partners) mode_given=true ;;
+    --code-only) steps+=(code smoke) mode_given=true ;;
+    --step)
+      [ $# -ge 2 ] || usage
+      case " ${all_steps[*]} " in *" $2 "*) ;; *) usage ;; esac
+      steps+=("$2") mode_given=true
+      shift
+      ;;
+    --package)
+      [ $# -ge 2 ] || usage
+      package="$2"
+      shift
+      ;;
+    --plan) plan=true ;;
+    --yes) yes=true ;;
+    *) usage ;;
+  esac
+  shift
+done
+[ "$mode_given" = true ] || steps=("${all_steps[@]}")
+runs() { case " ${steps[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 cd "$(dirname "$0")/.."
 params="infra/env/${env}.parameters.json"
 group="${RESOURCE_GROUP:-rg-drawreq-${env}}"
-zip="dist/draw-request-service.zip"
+deployment="${DEPLOYMENT_NAME:-drawreq-${env}-$(date -u +%Y%m%d%H%M%S)}"
+export AZURE_CORE_NO_COLOR=true AZURE_CORE_ONLY_SHOW_ERRORS=true
 
 if grep -q 'REPLACE-WITH' "$params"; then
-  echo "$params still has placeholders; fill them in (docs/deploy.md, step 1) and commit:" >&2
+  echo "$params still has placeholders; fill them in (docs/deploy.md) and commit:" >&2
   grep -n 'REPLACE-WITH' "$params" >&2
   exit 1
 fi
 
 echo "subscription: $(az account show --query '[name, id]' -o tsv | tr '\t' ' ')"
-echo "environment:  ${env}, resource group ${group}"
+echo "environment:  ${env}, resource group ${group}, steps: ${steps[*]}"
 
-if [ "$mode" != "--code-only" ]; then
+# Who may write the Partners table: the identity that deploys (docs/deploy.md, "Partners as data").
+writer_args=()
+if runs what-if || runs infra; then
+  writer="${PARTNER_WRITER_PRINCIPAL_ID:-}"
+  writer_type=ServicePrincipal
+  if [ -z "$writer" ]; then
+    if [ "$(az account show --query user.type -o tsv)" = "servicePrincipal" ]; then
+      writer="$(az ad sp show --id "$(az account show --query user.name -o tsv)" --query id -o tsv)"
+    else
+      writer="$(az ad signed-in-user show --query id -o tsv)"
+      writer_type=User
+    fi
+  fi
+  writer_args=(--parameters "partnerWriterPrincipalId=${writer}" "partnerWriterPrincipalType=${writer_type}")
+fi
+template_args=(--resource-group "$group" --template-file infra/main.bicep --parameters "@${params}" "${writer_args[@]}")
+
+if runs what-if; then
+  level=()
+  [ "$plan" = true ] && level=(--validation-level ProviderNoRbac)
+  preview="$(az deployment group what-if --name "$deployment" "${template_args[@]}" "${level[@]}")"
+  echo "$preview"
+  if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+    printf '### What-if: %s (%s)\n\n```text\n%s\n```\n' "$env" "$group" "$preview" >>"$GITHUB_STEP_SUMMARY"
+  fi
+  if runs infra && [ "$yes" != true ] && [ -t 0 ]; then
+    read -r -p "Deploy these changes to ${env}? [y/N] " answer
+    case "$answer" in y | Y | yes) ;; *)
+      echo "nothing deployed"
+      exit 1
+      ;;
+    esac
+  fi
+fi
+
+if runs infra; then
   if [ "$(az group exists --name "$group")" != "true" ]; then
     az group create --name "$group" --location "${LOCATION:?set LOCATION to create resource group $group}" --output none
   fi
-  deployment="drawreq-${env}-$(date -u +%Y%m%d%H%M%S)"
-  # What would change, then the deployment itself (incremental: resources not in the template stay).
-  az deployment group what-if --resource-group "$group" --template-file infra/main.bicep --parameters "@${params}"
-  az deployment group create \
-    --name "$deployment" \
-    --resource-group "$group" \
-    --template-file infra/main.bicep \
-    --parameters "@${params}" \
-    --output none
+  az deployment group create --name "$deployment" "${template_args[@]}" --output none
   echo "infrastructure deployed: $deployment"
 fi
 
-# The app's name and URL come from the latest successful deployment of main.bicep in the group.
+# An output of this run's deployment, or of the latest successful one when this run deployed none.
 output() {
-  az deployment group list --resource-group "$group" \
-    --query "[?starts_with(name, 'drawreq-${env}-') && properties.provisioningState=='Succeeded'] | sort_by(@, &properties.timestamp) | [-1].properties.outputs.$1.value" \
-    --output tsv
+  if runs infra; then
+    az deployment group show --resource-group "$group" --name "$deployment" --query "properties.outputs.$1.value" --output tsv
+  else
+    az deployment group list --resource-group "$group" \
+      --query "[?starts_with(name, 'drawreq-${env}-') && properties.provisioningState=='Succeeded'] | sort_by(@, &properties.timestamp) | [-1].properties.outputs.$1.value" \
+      --output tsv
+  fi
 }
-app="$(output functionAppName)"
-url="$(output functionAppUrl)"
-if [ -z "$app" ]; then
-  echo "no successful infrastructure deployment found in $group: run $0 $env first" >&2
-  exit 1
+
+if runs partners; then
+  account="$(output storageAccountName)"
+  table="$(output partnersTableName)"
+  rows="$(output "partnerRows[].[clientId, partnerId, to_string(active)]")"
+  count=0
+  while IFS=$'\t' read -r client partner active; do
+    [ -n "$client" ] || continue
+    az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
+      --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none
+    count=$((count + 1))
+  done <<<"$rows"
+  echo "partners written: $count"
 fi
 
-if [ "$mode" != "--infra-only" ]; then
-  npm ci --no-audit --no-fund
-  npm run package
+if runs code || runs smoke; then
+  app="$(output functionAppName)"
+  url="$(output functionAppUrl)"
+  if [ -z "$app" ]; then
+    echo "no successful infrastructure deployment found in $group: deploy the infrastructure first" >&2
+    exit 1
+  fi
+fi
+
+if runs code; then
+  if [ -z "$package" ]; then
+    npm ci --no-audit --no-fund
+    npm run package
+    package="dist/draw-request-service.zip"
+  fi
+  [ -f "$package" ] || {
+    echo "no package at $package" >&2
+    exit 1
+  }
   # Flex Consumption: the zip goes to the app's deployment container (One Deploy). Right after the
   # first infrastructure deployment the identity's role on that container may still be propagating.
   for attempt in 1 2 3 4 5; do
-    if az functionapp deploy --resource-group "$group" --name "$app" --src-path "$zip" --type zip --output none; then
+    if az functionapp deploy --resource-group "$group" --name "$app" --src-path "$package" --type zip --output none; then
       break
     fi
     if [ "$attempt" -eq 5 ]; then
       echo "code deployment failed" >&2
       exit 1
     fi
-    echo "code deployment failed (attempt $attempt); retrying in 60 s"
-    sleep 60
+    echo "code deployment failed (attempt $attempt); retrying in ${DEPLOY_RETRY_SECONDS:-60} s"
+    sleep "${DEPLOY_RETRY_SECONDS:-60}"
   done
-  echo "code deployed to $app"
+  echo "code deployed to $app: $package"
 fi
 
-# Smoke check: the host is up, routes /DrawRequest and runs authentication (as the availability test does).
-for attempt in $(seq 1 20); do
-  status="$(curl --silent --output /dev/null --write-out '%{http_code}' --max-time 30 \
-    --request POST --header 'Content-Type: application/json' --data '[]' "${url}/DrawRequest" || true)"
-  if [ "$status" = "401" ]; then
-    echo "smoke check: POST ${url}/DrawRequest without a token answered 401"
-    exit 0
-  fi
-  echo "smoke check: answered ${status:-nothing} (attempt $attempt); waiting 15 s"
-  sleep 15
-done
-echo "smoke check failed: POST ${url}/DrawRequest never answered 401; see Application Insights (docs/runbook.md)" >&2
-exit 1
+if runs smoke; then
+  # The host is up, routes /DrawRequest and runs authentication (as the availability test does).
+  for attempt in $(seq 1 20); do
+    status="$(curl --silent --output /dev/null --write-out '%{http_code}' --max-time 30 \
+      --request POST --header 'Content-Type: application/json' --data '[]' "${url}/DrawRequest" || true)"
+    if [ "$status" = "401" ]; then
+      echo "smoke check: POST ${url}/DrawRequest without a token answered 401"
+      exit 0
+    fi
+    echo "smoke check: answered ${status:-nothing} (attempt $attempt); waiting ${SMOKE_RETRY_SECONDS:-15} s"
+    sleep "${SMOKE_RETRY_SECONDS:-15}"
+  done
+  echo "smoke check failed: POST ${url}/DrawRequest never answered 401; see Application Insights (docs/runbook.md)" >&2
+  exit 1
+fi

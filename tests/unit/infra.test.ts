@@ -17,6 +17,8 @@ type SyntaxNode = Parser.SyntaxNode;
 const ROOT = resolve(__dirname, '../..');
 const INFRA = join(ROOT, 'infra');
 const MAIN = join(INFRA, 'main.bicep');
+const BOOTSTRAP = join(INFRA, 'bootstrap.bicep');
+const ENTRY_POINTS = [MAIN, BOOTSTRAP];
 const ENVIRONMENTS = ['dev', 'prod'] as const;
 const GRAMMAR = require.resolve('tree-sitter-bicep/tree-sitter-bicep.wasm');
 
@@ -58,6 +60,8 @@ interface BicepFile {
   readonly name: string;
   readonly root: SyntaxNode;
   readonly syntaxErrors: string[];
+  /** Extension aliases the file declares (`extension microsoftGraphV1`). */
+  readonly extensions: string[];
   readonly params: Map<string, Param>;
   readonly vars: Map<string, SyntaxNode>;
   readonly outputs: Set<string>;
@@ -142,12 +146,25 @@ function syntaxErrors(root: SyntaxNode): string[] {
   return errors;
 }
 
+/**
+ * `extension <alias>` statements (Bicep 0.30+), and the text with them blanked: tree-sitter-bicep 1.1.0
+ * predates the keyword (it knows the older `import`/`provider` forms only). Blanking keeps every other
+ * position as written; the aliases are checked against infra/bicepconfig.json instead.
+ */
+const EXTENSION_STATEMENT = /^extension[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?=[ \t]*$)/gm;
+function withoutExtensions(source: string): { text: string; extensions: string[] } {
+  const extensions = [...source.matchAll(EXTENSION_STATEMENT)].map((m) => m[1]);
+  return { text: source.replace(EXTENSION_STATEMENT, (statement) => ' '.repeat(statement.length)), extensions };
+}
+
 function model(parser: Parser, path: string): BicepFile {
-  const root = parser.parse(readFileSync(path, 'utf8')).rootNode;
+  const { text, extensions } = withoutExtensions(readFileSync(path, 'utf8'));
+  const root = parser.parse(text).rootNode;
   const file: BicepFile = {
     path,
     name: relative(ROOT, path),
     root,
+    extensions,
     syntaxErrors: syntaxErrors(root),
     params: new Map(),
     vars: new Map(),
@@ -358,15 +375,29 @@ describe('modules, references and API versions', () => {
     expect(unknownModuleOutputs(file(path), files)).toEqual([]);
   });
 
-  test('every module file is used by main.bicep', () => {
-    const used = mainFile().modules.map((m) => resolve(INFRA, m.path));
-    expect(FILE_PATHS.filter((p) => p !== MAIN).filter((p) => !used.includes(p))).toEqual([]);
+  test('every module file is used by main.bicep or the bootstrap, directly or through another module', () => {
+    const used = new Set<string>();
+    const visit = (path: string): void => {
+      for (const m of file(path).modules) {
+        const target = resolve(dirname(path), m.path);
+        if (!used.has(target)) {
+          used.add(target);
+          visit(target);
+        }
+      }
+    };
+    for (const entry of ENTRY_POINTS) visit(entry);
+    expect(FILE_PATHS.filter((p) => !ENTRY_POINTS.includes(p)).filter((p) => !used.has(p))).toEqual([]);
   });
 
-  test('every resource has a full type and a pinned, non-preview API version', () => {
+  test('every resource has a full type and a pinned, non-preview API version (Microsoft Graph: v1.0, from a declared extension)', () => {
     const loose = [...files.values()].flatMap((f) =>
       f.resources
-        .filter((r) => !/^[A-Za-z]+\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}$/.test(r.typeWithVersion))
+        .filter((r) =>
+          r.type.startsWith('Microsoft.Graph/')
+            ? !(r.typeWithVersion.endsWith('@v1.0') && f.extensions.includes('microsoftGraphV1'))
+            : !/^[A-Za-z]+\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}$/.test(r.typeWithVersion),
+        )
         .map((r) => `${f.name}: ${r.symbol} ${r.typeWithVersion}`),
     );
     expect(loose).toEqual([]);
@@ -663,11 +694,14 @@ describe('app settings cover every setting the service reads (lib/config SETTING
       const v = value(param);
       settings[setting] = Array.isArray(v) ? v.join(',') : String(v);
     }
+    // The API application's id (entraApi.outputs.appId) comes first; the parameter only adds to it.
+    settings.AUTH_AUDIENCE = [API_APP_ID, ...(value('authAudiences') as string[])].join(',');
     return settings;
   }
 
   test.each(ENVIRONMENTS)("the settings %s yields pass the service's own start-up validation", (env) => {
     const config = loadConfig(settingsFor(env));
+    expect(config.auth.audiences).toEqual([API_APP_ID]);
     expect(config.maxBatchSize).toBe(envValue(env, 'maxBatchSize') ?? 100);
     expect(config.drawDayTimeZone).toBe(envValue(env, 'drawDayTimeZone'));
     expect(config.auth.requiredRole).toBe(envValue(env, 'authRequiredRole'));
@@ -687,6 +721,8 @@ describe('app settings cover every setting the service reads (lib/config SETTING
     }
   });
 });
+
+const API_APP_ID = '6e7d8c9b-1a2b-4c3d-8e9f-0a1b2c3d4e5f';
 
 function literalVar(bicep: BicepFile, name: string): Value {
   const node = bicep.vars.get(name);
@@ -803,8 +839,10 @@ describe('role assignments: built-in data roles at the narrowest scope', () => {
     '3913510d-42f4-4e42-8a64-420c390055eb': 'Monitoring Metrics Publisher',
   };
 
+  /** The app's roles: every assignment but the deployer's one on Partners (partnersWriter.bicep, tested below). */
   function assignments(): string[] {
     return [...files.values()]
+      .filter((f) => f.name === relative(ROOT, join(INFRA, 'modules', 'roleAssignments.bicep')))
       .flatMap((f) =>
         f.resources
           .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
@@ -1010,4 +1048,216 @@ describe('the on-call workbook', () => {
 test('the infra parameter files exist for every environment and nothing else', () => {
   expect(readdirSync(join(INFRA, 'env')).sort()).toEqual(ENVIRONMENTS.map((e) => `${e}.parameters.json`).sort());
   expect(existsSync(GRAMMAR)).toBe(true);
+});
+
+// ----------------------------------------------------------------------------- Microsoft Entra ID as code
+
+/** The published types of the Microsoft Graph Bicep extension (tests/fixtures/msgraph-bicep-types/README.md). */
+const GRAPH_TYPES_DIR = join(ROOT, 'tests', 'fixtures', 'msgraph-bicep-types');
+type GraphType = {
+  $type: string;
+  name?: string;
+  body?: { $ref: string };
+  properties?: Record<string, { type: { $ref: string }; flags: number }>;
+  itemType?: { $ref: string };
+};
+const graphTypes = JSON.parse(readFileSync(join(GRAPH_TYPES_DIR, 'types.json'), 'utf8')) as GraphType[];
+const graphIndex = JSON.parse(readFileSync(join(GRAPH_TYPES_DIR, 'index.json'), 'utf8')) as {
+  resources: Record<string, { $ref: string }>;
+  settings: { version: string };
+};
+const graphType = (ref: { $ref: string }): GraphType => graphTypes[Number(/^(?:types\.json)?#\/(\d+)$/.exec(ref.$ref)?.[1])];
+/** Bicep type flags (Azure/bicep-types): */
+const FLAG = { required: 1, readOnly: 2, identifier: 16 } as const;
+
+/** What in `value` the Graph type `type` does not allow: unknown or read-only properties, missing required ones. */
+function graphProblems(value: Value, type: GraphType, path: string, existing = false): string[] {
+  if (value instanceof Expr || value === null) return [];
+  if (type.$type === 'ArrayType') {
+    if (!Array.isArray(value)) return [`${path}: an array is expected`];
+    return value.flatMap((item, i) => graphProblems(item, graphType(type.itemType as { $ref: string }), `${path}[${i}]`));
+  }
+  if (type.$type !== 'ObjectType') return [];
+  if (typeof value !== 'object' || Array.isArray(value)) return [`${path}: an object is expected`];
+  const properties = type.properties ?? {};
+  const problems: string[] = [];
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === 'dependsOn' && path === '') continue; // a Bicep keyword, not a property
+    const property = properties[key];
+    if (property === undefined) problems.push(`${path}${key}: no such property`);
+    else if (property.flags & FLAG.readOnly) problems.push(`${path}${key}: read-only`);
+    else if (existing && !(property.flags & FLAG.identifier)) problems.push(`${path}${key}: an existing resource names only its key`);
+    else problems.push(...graphProblems(inner, graphType(property.type), `${path}${key}.`));
+  }
+  for (const [key, property] of Object.entries(properties)) {
+    const wanted = existing ? property.flags & FLAG.identifier : property.flags & FLAG.required && !(property.flags & FLAG.readOnly);
+    if (wanted && !(key in value) && !['type', 'apiVersion'].includes(key)) problems.push(`${path}${key}: required`);
+  }
+  return problems;
+}
+
+function graphResources(): Array<{ file: BicepFile; resource: Resource }> {
+  return [...files.values()].flatMap((f) => f.resources.filter((r) => r.type.startsWith('Microsoft.Graph/')).map((resource) => ({ file: f, resource })));
+}
+
+describe('Microsoft Entra ID as code: the Microsoft Graph Bicep extension', () => {
+  const config = () => JSON.parse(readFileSync(join(INFRA, 'bicepconfig.json'), 'utf8').replace(/^\s*\/\/.*$/gm, '')) as { extensions: Record<string, string> };
+
+  test('infra/bicepconfig.json names the extension at the version whose types are checked here, and every file using Graph declares it', () => {
+    expect(config().extensions).toEqual({ microsoftGraphV1: `br:mcr.microsoft.com/bicep/extensions/microsoftgraph/v1.0:${graphIndex.settings.version}` });
+    const users = graphResources().map(({ file: f }) => f);
+    expect(users.length).toBeGreaterThan(0);
+    for (const f of new Set(users)) expect({ file: f.name, extensions: f.extensions }).toEqual({ file: f.name, extensions: ['microsoftGraphV1'] });
+    for (const f of files.values()) for (const alias of f.extensions) expect(Object.keys(config().extensions)).toContain(alias);
+  });
+
+  test('every Graph resource is a published type, and sets only its published, writable properties (and every required one)', () => {
+    const problems = graphResources().flatMap(({ file: f, resource }) => {
+      const ref = graphIndex.resources[resource.typeWithVersion];
+      if (ref === undefined) return [`${f.name}: ${resource.symbol}: ${resource.typeWithVersion} is not a published type`];
+      return graphProblems(resource.body, graphType(graphType(ref).body as { $ref: string }), '', resource.existing).map(
+        (p) => `${f.name}: ${resource.symbol}: ${p}`,
+      );
+    });
+    expect(problems).toEqual([]);
+  });
+
+  test('the type check can fail: unknown, read-only and missing properties are each reported', () => {
+    const application = graphType(graphType(graphIndex.resources['Microsoft.Graph/applications@v1.0']).body as { $ref: string });
+    expect(
+      graphProblems(
+        { uniqueName: 'x', displayName: 'y', appId: 'z', signinAudience: 'AzureADMyOrg', api: { requestedAccessTokenVersions: 2 } },
+        application,
+        '',
+      ),
+    ).toEqual(['appId: read-only', 'signinAudience: no such property', 'api.requestedAccessTokenVersions: no such property']);
+    expect(graphProblems({ uniqueName: 'x' }, application, '')).toEqual(['displayName: required']);
+    expect(graphProblems({ uniqueName: 'x', displayName: 'y' }, application, '', true)).toEqual(['displayName: an existing resource names only its key']);
+  });
+
+  const apiModule = () => moduleFile('entraApi');
+  const registration = () => resourceOf(moduleFile('entraApiRegistration'), 'Microsoft.Graph/applications');
+
+  test('the API application has a stable key per environment: a redeploy finds the same application', () => {
+    expect(exprText(mainModule('entraApi').params.uniqueName)).toBe("'${baseName}-api'");
+    expect(exprText(resourceOf(apiModule(), 'Microsoft.Graph/applications').body.uniqueName)).toBe('uniqueName');
+    expect(exprText(registration().body.uniqueName)).toBe('uniqueName');
+    // The role id is derived, never generated: a new id on each deployment would orphan every grant.
+    expect(apiModule().vars.get('roleId')?.text).toBe('guid(tenant().tenantId, uniqueName, roleValue)');
+    const text = [apiModule(), moduleFile('entraApiRegistration'), moduleFile('entraPartners')].map((f) => readFileSync(f.path, 'utf8')).join('\n');
+    expect(text).not.toMatch(/newGuid|utcNow|uniqueString\(deployment/);
+  });
+
+  test('it is the registration docs/contract.md §3 expects: v2 tokens, App ID URI api://<appId>, the app role for applications, the idtyp claim', () => {
+    const body = registration().body;
+    expect(at(body, 'api.requestedAccessTokenVersion')).toBe(2);
+    expect(body.signInAudience).toBe('AzureADMyOrg');
+    expect(body.identifierUris).toEqual([new Expr("'api://${appId}'")]);
+    expect(body.appRoles).toEqual([
+      expect.objectContaining({ id: new Expr('roleId'), value: new Expr('roleValue'), allowedMemberTypes: ['Application'], isEnabled: true }),
+    ]);
+    expect(at(body, 'optionalClaims.accessToken')).toEqual([{ name: 'idtyp', essential: false, additionalProperties: [] }]);
+    const sp = resourceOf(apiModule(), 'Microsoft.Graph/servicePrincipals').body;
+    expect(sp).toMatchObject({ appId: new Expr('app.appId'), appRoleAssignmentRequired: true });
+  });
+
+  test('the service accepts what Entra will issue: AUTH_AUDIENCE starts with the application id, and the required role is the role the application declares', () => {
+    expect(exprText(mainModule('functionApp').params.authAudience)).toBe("join(union([entraApi.outputs.appId], authAudiences), ',')");
+    expect(exprText(mainModule('entraApi').params.roleValue)).toBe('authRequiredRole');
+    expect(exprText(mainModule('functionApp').params.authRequiredRole)).toBe('authRequiredRole');
+  });
+
+  test("each partner of the parameters file is granted the API's role, and its Partners row is an output the deployment writes", () => {
+    const grants = resourceOf(moduleFile('entraPartners'), 'Microsoft.Graph/appRoleAssignedTo').body;
+    expect(grants).toEqual({ appRoleId: new Expr('roleId'), principalId: new Expr('clients[i].id'), resourceId: new Expr('apiServicePrincipalId') });
+    expect(exprText(mainModule('entraPartners').params.partners)).toBe('partners');
+    expect(exprText(mainModule('entraPartners').params.roleId)).toBe('entraApi.outputs.roleId');
+    expect(mainFile().outputs.has('partnerRows')).toBe(true);
+  });
+
+  test.each(ENVIRONMENTS)('%s: each partner names a PartnerId and the application id of its client, once', (env) => {
+    const partners = envValue(env, 'partners') as Array<Record<string, unknown>>;
+    expect(Array.isArray(partners)).toBe(true);
+    for (const partner of partners) {
+      expect(Object.keys(partner).filter((k) => !['partnerId', 'clientAppId', 'active'].includes(k))).toEqual([]);
+      expect(partner.partnerId).toMatch(/^[^/\\#?\p{Cc}]{1,256}$/u);
+      expect(partner.clientAppId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      if ('active' in partner) expect(typeof partner.active).toBe('boolean');
+    }
+    const ids = partners.map((p) => p.clientAppId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test('the deploying identity may write the Partners table and nothing else, only when named', () => {
+    const writer = moduleFile('partnersWriter');
+    const [assignment] = writer.resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
+    expect(writer.resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')).toHaveLength(1);
+    expect(exprText(assignment.body.scope)).toBe('partnersTable');
+    expect(exprText(at(assignment.body, 'properties.roleDefinitionId'))).toContain('storageTableDataContributor');
+    expect(literalVar(writer, 'storageTableDataContributor')).toBe('0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3');
+    expect(mainFile().root.text).toContain("module partnersWriter 'modules/partnersWriter.bicep' = if (!empty(partnerWriterPrincipalId)) {");
+  });
+});
+
+describe('bootstrap: the pipeline signs in with federated credentials declared in Bicep, no secret', () => {
+  const identities = () => moduleFile('pipelineIdentities');
+
+  test('bootstrap.bicep deploys at subscription scope: the group, the custom roles, the identities, their Graph permissions', () => {
+    expect(file(BOOTSTRAP).root.text).toMatch(/^targetScope = 'subscription'$/m);
+    expect(
+      file(BOOTSTRAP)
+        .resources.map((r) => r.type)
+        .sort(),
+    ).toEqual([
+      'Microsoft.Authorization/roleDefinitions',
+      'Microsoft.Authorization/roleDefinitions',
+      'Microsoft.Graph/appRoleAssignedTo',
+      'Microsoft.Graph/appRoleAssignedTo',
+      'Microsoft.Graph/servicePrincipals',
+      'Microsoft.Resources/resourceGroups',
+    ]);
+  });
+
+  test("each identity trusts exactly one subject of GitHub's issuer: deploy the GitHub environment, plan the pull requests", () => {
+    const credentials = identities().resources.filter((r) => r.type === 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials');
+    expect(credentials.map((c) => [exprText(c.body.parent), exprText(at(c.body, 'properties.subject'))])).toEqual([
+      ['deploy', "'repo:${githubRepository}:environment:${environmentName}'"],
+      ['plan', "'repo:${githubRepository}:pull_request'"],
+    ]);
+    for (const c of credentials) {
+      expect(exprText(at(c.body, 'properties.issuer'))).toBe('githubIssuer');
+      expect(at(c.body, 'properties.audiences')).toEqual([new Expr('exchangeAudience')]);
+    }
+    expect(literalVar(identities(), 'githubIssuer')).toBe('https://token.actions.githubusercontent.com');
+    expect(literalVar(identities(), 'exchangeAudience')).toBe('api://AzureADTokenExchange');
+  });
+
+  test('the deploying identity may assign only the data roles infra/ assigns to the app; the plan identity writes nothing', () => {
+    const assigned = [
+      ...new Set(
+        [...files.values()]
+          .filter((f) => [join(INFRA, 'modules', 'roleAssignments.bicep'), join(INFRA, 'modules', 'partnersWriter.bicep')].includes(f.path))
+          .flatMap((f) => [...f.vars.entries()].filter(([, node]) => /^'[0-9a-f-]{36}'$/.test(node.text)).map(([name]) => stringOf(literalVar(f, name)))),
+      ),
+    ].sort();
+    expect((literalVar(identities(), 'assignableRoles') as string[]).slice().sort()).toEqual(assigned);
+    const condition = identities().vars.get('assignmentCondition')?.text ?? '';
+    expect(condition).toContain("ActionMatches{\\'Microsoft.Authorization/roleAssignments/write\\'}");
+    expect(condition).toContain("ActionMatches{\\'Microsoft.Authorization/roleAssignments/delete\\'}");
+    const byPrincipal = identities()
+      .resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
+      .map((r) => [exprText(at(r.body, 'properties.principalId')), exprText(at(r.body, 'properties.roleDefinitionId'))]);
+    expect(byPrincipal.filter(([principal]) => principal.startsWith('plan.'))).toEqual([
+      ['plan.properties.principalId', "subscriptionResourceId('Microsoft.Authorization/roleDefinitions', whatIfRoleId)"],
+    ]);
+    const whatIf = file(BOOTSTRAP).resources.find((r) => r.symbol === 'whatIfRole') as Resource;
+    expect(at(whatIf.body, 'properties.permissions')).toEqual([
+      { actions: ['*/read', 'Microsoft.Resources/deployments/whatIf/action', 'Microsoft.Resources/deployments/validate/action'], notActions: [] },
+    ]);
+  });
+
+  test('no secret: no client secret or key credential is declared for any identity or application', () => {
+    const text = [...files.values()].map((f) => f.root.text).join('\n');
+    expect(text).not.toMatch(/passwordCredentials|keyCredentials|clientSecret/);
+  });
 });

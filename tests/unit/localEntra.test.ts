@@ -72,11 +72,12 @@ describe('client assertions', () => {
     ['PS256 naming it by x5t#S256', { alg: 'PS256' as const }, 'token'],
     ['a certificate the application does not hold', { signer: 'stranger' as const, named: 'stranger' as const }, [401, 'invalid_client', 700027]],
     ["the registered certificate's thumbprint, signed with another key", { signer: 'stranger' as const }, [401, 'invalid_client', 700027]],
-    ['expired (beyond five minutes of skew)', { claims: { exp: Math.floor(Date.now() / 1000) - 400 } }, [400, 'invalid_request', 700024]],
-    ['not yet valid', { claims: { nbf: Math.floor(Date.now() / 1000) + 900 } }, [400, 'invalid_request', 700024]],
-    ['issued by another client', { claims: { iss: 'other-partner' } }, [400, 'invalid_request', 700021]],
-    ['about another client', { claims: { sub: 'other-partner' } }, [400, 'invalid_request', 700021]],
-    ['for another token endpoint', { claims: { aud: 'https://login.microsoftonline.com/other/oauth2/v2.0/token' } }, [400, 'invalid_request', 700023]],
+    ['expired (beyond five minutes of skew)', { claims: { exp: Math.floor(Date.now() / 1000) - 400 } }, [401, 'invalid_client', 700024]],
+    ['not yet valid', { claims: { nbf: Math.floor(Date.now() / 1000) + 900 } }, [401, 'invalid_client', 700024]],
+    ['issued by another client', { claims: { iss: 'other-partner' } }, [401, 'invalid_client', 700021]],
+    ['about another client', { claims: { sub: 'other-partner' } }, [401, 'invalid_client', 700021]],
+    ['for two audiences, the token endpoint among them', { claims: { aud: ['https://example.test', TOKEN_URL] } }, [401, 'invalid_client', 5002741]],
+    ['for another token endpoint', { claims: { aud: 'https://login.microsoftonline.com/other/oauth2/v2.0/token' } }, [401, 'invalid_client', 700023]],
     ['without an expiry', { claims: { exp: undefined } }, [400, 'invalid_request', 50027]],
   ])('%s', async (_name, options, expected) => {
     expect(await verdict(await assertion(options))).toEqual(expected);
@@ -120,6 +121,8 @@ describe('the client-credentials request', () => {
     expect(await request({ grant_type: 'client_credentials', scope: SCOPE }, basic)).toBe('token');
     const wrong = `Basic ${Buffer.from('secret-only:nope').toString('base64')}`;
     expect(await request({ grant_type: 'client_credentials', scope: SCOPE }, wrong)).toEqual([401, 'invalid_client', 7000215]);
+    const malformed = `Basic ${Buffer.from('secret-only:%E0%A4%A').toString('base64')}`;
+    expect(await request({ grant_type: 'client_credentials', scope: SCOPE }, malformed)).toEqual([401, 'invalid_client', 7000215]);
   });
 
   test('a client assertion needs its type; with it, the certificate stands in for the secret', async () => {

@@ -1,0 +1,127 @@
+// The pipeline's two identities in one environment's resource group (bootstrap.bicep):
+//   deploy: signs in from the GitHub environment of the same name (after its required reviewers, in
+//           prod); deploys infra/main.bicep and the code, writes the Partners rows.
+//   plan:   signs in from pull requests; previews the deployment (what-if), writes nothing.
+
+@description('appName-environment, as in main.bicep.')
+param baseName string
+
+@description('Azure region.')
+param location string
+
+@description('owner/name of the GitHub repository.')
+param githubRepository string
+
+@description('Environment name; also the GitHub environment the deploy job runs in.')
+param environmentName string
+
+@description('Id of the custom role that writes management locks.')
+param lockRoleId string
+
+@description('Id of the custom what-if role.')
+param whatIfRoleId string
+
+// GitHub's OpenID Connect issuer and the audience Microsoft Entra ID expects for the token exchange.
+var githubIssuer = 'https://token.actions.githubusercontent.com'
+var exchangeAudience = 'api://AzureADTokenExchange'
+
+// Built-in roles (the same in every tenant).
+var contributor = 'b24988ac-6180-42a0-ab88-20f7382dd24c'
+var rbacAdministrator = 'f58310d9-a9f6-439a-9e8d-f62e7b41a168'
+// The only roles infra/main.bicep assigns: the RBAC administrator role is conditioned to them.
+var assignableRoles = [
+  'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
+  '76199698-9eea-4c19-bc75-cec21354c6b6' // Storage Table Data Reader
+  '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3' // Storage Table Data Contributor
+  '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
+]
+var assignableList = join(assignableRoles, ', ')
+var assignmentCondition = '((!(ActionMatches{\'Microsoft.Authorization/roleAssignments/write\'})) OR (@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {${assignableList}})) AND ((!(ActionMatches{\'Microsoft.Authorization/roleAssignments/delete\'})) OR (@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {${assignableList}}))'
+
+resource deploy 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-${baseName}-deploy'
+  location: location
+}
+
+resource deployFromEnvironment 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = {
+  parent: deploy
+  name: 'github-environment-${environmentName}'
+  properties: {
+    issuer: githubIssuer
+    subject: 'repo:${githubRepository}:environment:${environmentName}'
+    audiences: [
+      exchangeAudience
+    ]
+  }
+}
+
+resource plan 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-${baseName}-plan'
+  location: location
+}
+
+resource planFromPullRequests 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = {
+  parent: plan
+  name: 'github-pull-requests'
+  properties: {
+    issuer: githubIssuer
+    subject: 'repo:${githubRepository}:pull_request'
+    audiences: [
+      exchangeAudience
+    ]
+  }
+}
+
+resource deployContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(resourceGroup().id, deploy.id, contributor)
+  properties: {
+    principalId: deploy.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', contributor)
+    description: 'The pipeline deploys infra/main.bicep and the code'
+  }
+}
+
+resource deployRoleAssignments 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(resourceGroup().id, deploy.id, rbacAdministrator)
+  properties: {
+    principalId: deploy.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', rbacAdministrator)
+    description: 'The pipeline assigns the data roles infra/main.bicep declares, and no other'
+    condition: assignmentCondition
+    conditionVersion: '2.0'
+  }
+}
+
+resource deployLocks 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(resourceGroup().id, deploy.id, lockRoleId)
+  properties: {
+    principalId: deploy.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', lockRoleId)
+    description: 'The pipeline keeps the storage delete lock of prod'
+  }
+}
+
+resource planWhatIf 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(resourceGroup().id, plan.id, whatIfRoleId)
+  properties: {
+    principalId: plan.properties.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', whatIfRoleId)
+    description: 'Pull requests preview the deployment'
+  }
+}
+
+@description('Client id of the deploying identity (AZURE_CLIENT_ID).')
+output deployClientId string = deploy.properties.clientId
+
+@description('Object id of the deploying identity.')
+output deployPrincipalId string = deploy.properties.principalId
+
+@description('Client id of the what-if identity (AZURE_PLAN_CLIENT_ID).')
+output planClientId string = plan.properties.clientId
+
+@description('Object id of the what-if identity.')
+output planPrincipalId string = plan.properties.principalId
