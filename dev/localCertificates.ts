@@ -80,7 +80,7 @@ async function holding<T>(path: string, work: () => Promise<T>): Promise<T> {
         () => 0,
       );
       if (age > LOCK_STALE_MS) await rm(path, { recursive: true, force: true });
-      else if (Date.now() > deadline) throw new Error(`${path} is held by another process for more than ${LOCK_WAIT_MS / 1000} s`);
+      else if (Date.now() > deadline) throw new Error(`${path} is held by another process for more than ${LOCK_WAIT_MS / 1000} s`, { cause: error });
       else await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
