@@ -32,7 +32,7 @@ export default tseslint.config(
   // Preloads for workers under test (node --require): plain CommonJS for Node.
   {
     files: ['tests/support/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'writable', globalThis: 'readonly' } },
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'writable', globalThis: 'readonly', console: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

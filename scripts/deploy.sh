@@ -51,8 +51,12 @@ while [ $# -gt 0 ]; do
       shift
       ;;
     --package)
-      [ $# -ge 2 ] || usage
-      package="$2"
+      [ $# -ge 2 ] && [ -f "$2" ] || {
+        echo "--package needs an existing zip (got ${2:-nothing})" >&2
+        exit 2
+      }
+      # Absolute, as the script moves to the folder it is in (the repository, or the artifact's).
+      package="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
       shift
       ;;
     --plan) plan=true ;;
@@ -76,7 +80,7 @@ if grep -q 'REPLACE-WITH' "$params"; then
   exit 1
 fi
 
-echo "subscription: $(az account show --query '[name, id]' -o tsv | tr '\t' ' ')"
+echo "subscription: $(az account show --query "join(' ', [name, id])" -o tsv)"
 echo "environment:  ${env}, resource group ${group}, steps: ${steps[*]}"
 
 # Who may write the Partners table: the identity that deploys (docs/deploy.md, "Partners as data").
@@ -122,13 +126,14 @@ if runs infra; then
   echo "infrastructure deployed: $deployment"
 fi
 
-# An output of this run's deployment, or of the latest successful one when this run deployed none.
+# An output of this run's deployment, or of the latest successful one when this run deployed none;
+# $2, when given, is a JMESPath applied to the output's value.
 output() {
   if runs infra; then
-    az deployment group show --resource-group "$group" --name "$deployment" --query "properties.outputs.$1.value" --output tsv
+    az deployment group show --resource-group "$group" --name "$deployment" --query "properties.outputs.$1.value${2:-}" --output tsv
   else
     az deployment group list --resource-group "$group" \
-      --query "[?starts_with(name, 'drawreq-${env}-') && properties.provisioningState=='Succeeded'] | sort_by(@, &properties.timestamp) | [-1].properties.outputs.$1.value" \
+      --query "[?starts_with(name, 'drawreq-${env}-') && properties.provisioningState=='Succeeded'] | sort_by(@, &properties.timestamp) | [-1].properties.outputs.$1.value${2:-}" \
       --output tsv
   fi
 }
@@ -136,7 +141,8 @@ output() {
 if runs partners; then
   account="$(output storageAccountName)"
   table="$(output partnersTableName)"
-  rows="$(output "partnerRows[].[clientId, partnerId, to_string(active)]")"
+  # to_string: the CLI's tsv writes booleans as True/False; the table wants true/false.
+  rows="$(output partnerRows "[].[clientId, partnerId, to_string(active)]")"
   count=0
   while IFS=$'\t' read -r client partner active; do
     [ -n "$client" ] || continue
