@@ -1045,8 +1045,8 @@ describe('the on-call workbook', () => {
   });
 });
 
-test('the infra parameter files exist for every environment and nothing else', () => {
-  expect(readdirSync(join(INFRA, 'env')).sort()).toEqual(ENVIRONMENTS.map((e) => `${e}.parameters.json`).sort());
+test('the infra parameter and pipeline files exist for every environment and nothing else', () => {
+  expect(readdirSync(join(INFRA, 'env')).sort()).toEqual(ENVIRONMENTS.flatMap((e) => [`${e}.parameters.json`, `${e}.pipeline.json`]).sort());
   expect(existsSync(GRAMMAR)).toBe(true);
 });
 
