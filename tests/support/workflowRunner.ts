@@ -78,24 +78,17 @@ export function evaluate(expression: string, context: Context): unknown {
     }
     return left;
   };
-  const and = (): unknown => {
-    let value = comparison();
-    while (tokens[i] === '&&') {
+  /** A left-associative chain of `op`, e.g. a && b && c, each value `combine`d with the next. */
+  const chain = (op: string, next: () => unknown, combine: (left: unknown, right: unknown) => unknown) => (): unknown => {
+    let value = next();
+    while (tokens[i] === op) {
       i++;
-      const right = comparison();
-      value = value ? right : value;
+      value = combine(value, next());
     }
     return value;
   };
-  const or = (): unknown => {
-    let value = and();
-    while (tokens[i] === '||') {
-      i++;
-      const right = and();
-      value = value ? value : right;
-    }
-    return value;
-  };
+  const and = chain('&&', comparison, (left, right) => (left ? right : left));
+  const or = chain('||', and, (left, right) => (left ? left : right));
   return or();
 }
 
