@@ -7,7 +7,8 @@
 //     -p environmentName=<dev|prod> githubRepository=<owner>/<repo>
 //
 // Needs Owner on the subscription and, for the Microsoft Graph permissions, Privileged Role
-// Administrator in the tenant. Everything else is deployed by the pipeline as that identity.
+// Administrator in the tenant. Everything else is deployed by the pipeline as that identity. A first run
+// can fail on Entra replication (a just-created identity "not found"): run it again.
 targetScope = 'subscription'
 extension microsoftGraphV1
 
@@ -123,12 +124,7 @@ resource deployGraphPermissions 'Microsoft.Graph/appRoleAssignedTo@v1.0' = [
   }
 ]
 
-// The what-if reads the API's application and the partners' service principals.
-resource planGraphPermission 'Microsoft.Graph/appRoleAssignedTo@v1.0' = {
-  appRoleId: graphPermissions.applicationReadAll
-  principalId: identities.outputs.planPrincipalId
-  resourceId: microsoftGraph.id
-}
+// The plan identity gets no Graph permission: what-if does not evaluate Microsoft Graph resources.
 
 @description('GitHub environment variable AZURE_CLIENT_ID of this environment: the deploying identity.')
 output deployClientId string = identities.outputs.deployClientId

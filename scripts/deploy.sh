@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ "$mode_given" = true ] || steps=("${all_steps[@]}")
-runs() { case " ${steps[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+runs() { case " ${steps[*]-} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 cd "$(dirname "$0")/.."
 params="infra/env/${env}.parameters.json"
@@ -98,12 +98,13 @@ if runs what-if || runs infra; then
   fi
   writer_args=(--parameters "partnerWriterPrincipalId=${writer}" "partnerWriterPrincipalType=${writer_type}")
 fi
-template_args=(--resource-group "$group" --template-file infra/main.bicep --parameters "@${params}" "${writer_args[@]}")
+# ${a[@]+"${a[@]}"}: an empty array expands to nothing under set -u, also in bash 3.2 (macOS).
+template_args=(--resource-group "$group" --template-file infra/main.bicep --parameters "@${params}" ${writer_args[@]+"${writer_args[@]}"})
 
 if runs what-if; then
   level=()
   [ "$plan" = true ] && level=(--validation-level ProviderNoRbac)
-  preview="$(az deployment group what-if --name "$deployment" "${template_args[@]}" "${level[@]}")"
+  preview="$(az deployment group what-if --name "$deployment" "${template_args[@]}" ${level[@]+"${level[@]}"})"
   echo "$preview"
   if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
     printf '### What-if: %s (%s)\n\n```text\n%s\n```\n' "$env" "$group" "$preview" >>"$GITHUB_STEP_SUMMARY"

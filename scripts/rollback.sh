@@ -26,4 +26,4 @@ steps=(--code-only)
 release="$(mktemp -d)"
 gh run download "$run" --name draw-request-service --dir "$release"
 echo "re-deploying run $run: $(cat "$release/build.json")"
-bash "$release/scripts/deploy.sh" "$env" "${steps[@]}" --package "$release/draw-request-service.zip" --yes
+bash "$release/scripts/deploy.sh" "$env" ${steps[@]+"${steps[@]}"} --package "$release/draw-request-service.zip" --yes

@@ -1,7 +1,8 @@
 // The pipeline's two identities in one environment's resource group (bootstrap.bicep):
 //   deploy: signs in from the GitHub environment of the same name (after its required reviewers, in
 //           prod); deploys infra/main.bicep and the code, writes the Partners rows.
-//   plan:   signs in from pull requests; previews the deployment (what-if), writes nothing.
+//   plan:   signs in from pull requests; previews the deployment (what-if), writes nothing, and holds
+//           no Microsoft Graph permission.
 
 @description('appName-environment, as in main.bicep.')
 param baseName string

@@ -1212,7 +1212,6 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
       'Microsoft.Authorization/roleDefinitions',
       'Microsoft.Authorization/roleDefinitions',
       'Microsoft.Graph/appRoleAssignedTo',
-      'Microsoft.Graph/appRoleAssignedTo',
       'Microsoft.Graph/servicePrincipals',
       'Microsoft.Resources/resourceGroups',
     ]);
@@ -1254,6 +1253,11 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     expect(at(whatIf.body, 'properties.permissions')).toEqual([
       { actions: ['*/read', 'Microsoft.Resources/deployments/whatIf/action', 'Microsoft.Resources/deployments/validate/action'], notActions: [] },
     ]);
+  });
+
+  test('only the deploy identity gets Microsoft Graph permissions (what-if reads no Graph resource)', () => {
+    const grants = file(BOOTSTRAP).resources.filter((r) => r.type === 'Microsoft.Graph/appRoleAssignedTo');
+    expect(grants.map((g) => exprText(g.body.principalId))).toEqual(['identities.outputs.deployPrincipalId']);
   });
 
   test('no secret: no client secret or key credential is declared for any identity or application', () => {

@@ -138,6 +138,8 @@ describe('the order of a release', () => {
   test('the environment deployment runs in the GitHub environment (prod: its reviewers approve first), from the downloaded artifact', () => {
     const job = callee().jobs.deploy;
     expect(job.environment).toBe('${{ inputs.environment }}');
+    // Queued per environment, never cancelled halfway; a run waiting for prod's approval holds up nothing else.
+    expect((job as Job & { concurrency?: unknown }).concurrency).toEqual({ group: 'deploy-${{ inputs.environment }}', 'cancel-in-progress': false });
     const steps = job.steps ?? [];
     expect(steps[0].uses).toMatch(/^actions\/download-artifact@/);
     expect(steps[0].with).toMatchObject({ name: 'draw-request-service', 'run-id': '${{ inputs.run_id }}' });
