@@ -6,18 +6,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { rootCertificates } from 'node:tls';
 import { format } from 'node:util';
 import { HttpRequest, InvocationContext, type HttpHandler, type LogLevel } from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
-import { Agent } from 'undici';
 import { ConfigError, loadConfig, type Settings } from '../lib/config';
 import { LIMITS } from '../lib/limits';
 import { TelemetryStartError, noTelemetry, startTelemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler } from '../functions/drawRequest';
 import { startAzurite } from './azurite';
 import { DEMO_CERTIFICATE_CLIENT, DEMO_CLIENT_SECRETS, DEMO_LOANS, DEMO_PARTNERS, DEMO_TENANT_ID, seedDemo } from './demoData';
-import { DEFAULT_CERTIFICATES_DIR, clientCertificate, localCertificateAuthority, loopbackServerCertificate, type KeptCertificate } from './localCertificates';
+import { DEFAULT_CERTIFICATES_DIR, clientCertificate, fetchTrusting, localCertificateAuthority, loopbackServerCertificate } from './localCertificates';
 import { startLocalEntra, type ClientCredentials } from './localEntra';
 
 export const DEMO_AUDIENCE = 'api://draw-request-service';
@@ -179,13 +177,13 @@ async function startEmbeddedIdentity(
   hostPort: number,
   certificatesDir: string,
 ): Promise<{ identity: EmbeddedIdentity; providerFetch: typeof fetch; stop(): Promise<void> }> {
-  const ca: KeptCertificate = await localCertificateAuthority(certificatesDir);
+  const ca = await localCertificateAuthority(certificatesDir);
   const [clientCert, tls] = await Promise.all([clientCertificate(DEMO_CERTIFICATE_CLIENT, certificatesDir), loopbackServerCertificate(ca)]);
-  const trusting = new Agent({ connect: { ca: [...rootCertificates, ca.cert] } });
   const clients: Record<string, ClientCredentials> = {};
   for (const [clientId, secret] of Object.entries(DEMO_CLIENT_SECRETS)) {
     clients[clientId] = { secret, ...(clientId === DEMO_CERTIFICATE_CLIENT ? { certificates: [clientCert.cert] } : {}) };
   }
+  const { keyPath, certPath, combinedPath, thumbprintSha256 } = clientCert;
   const provider = await startLocalEntra({
     tenantId: DEMO_TENANT_ID,
     audience,
@@ -195,6 +193,7 @@ async function startEmbeddedIdentity(
     // Next to the host (7072 by default), so clients such as examples/submit-draws.ts find it without being told.
     port: hostPort === 0 ? 0 : (hostPort % 65535) + 1,
   });
+  const trusting = fetchTrusting(ca.cert);
   return {
     identity: {
       authorityHost: provider.authorityHost,
@@ -203,15 +202,9 @@ async function startEmbeddedIdentity(
       tokenUrl: provider.tokenUrl,
       scope: `${audience.replace(/\/$/, '')}/.default`,
       caCertPath: ca.certPath,
-      certificateClient: {
-        clientId: DEMO_CERTIFICATE_CLIENT,
-        keyPath: clientCert.keyPath,
-        certPath: clientCert.certPath,
-        combinedPath: clientCert.combinedPath,
-        thumbprintSha256: clientCert.thumbprintSha256,
-      },
+      certificateClient: { clientId: DEMO_CERTIFICATE_CLIENT, keyPath, certPath, combinedPath, thumbprintSha256 },
     },
-    providerFetch: (input, init) => fetch(input, { ...init, dispatcher: trusting }),
+    providerFetch: trusting.fetch,
     stop: async () => {
       await provider.stop();
       await trusting.close();

@@ -9,7 +9,9 @@ import { X509Certificate, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import { generate } from 'selfsigned';
+import { Agent } from 'undici';
 
 /** The repository's top folder: the nearest one up holding package.json (this file runs from dev/ under ts-jest, dist/dev/ compiled). */
 function repositoryRoot(): string {
@@ -173,4 +175,10 @@ export async function loopbackServerCertificate(ca: KeptCertificate): Promise<{ 
     ],
   });
   return { key: pems.private, cert: pems.cert };
+}
+
+/** A fetch that trusts `caCert` besides Node's own roots, as a process told NODE_EXTRA_CA_CERTS does; nothing process-wide changes. */
+export function fetchTrusting(caCert: string): { readonly fetch: typeof fetch; close(): Promise<void> } {
+  const agent = new Agent({ connect: { ca: [...rootCertificates, caCert] } });
+  return { fetch: (input, init) => fetch(input, { ...init, dispatcher: agent }), close: () => agent.close() };
 }

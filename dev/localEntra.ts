@@ -15,12 +15,12 @@
  * oauth2-mock-server keeps the signing keys and builds the RS256 tokens; this module is the routing and
  * the checks. For local use only.
  */
-import { X509Certificate, createHash, createPublicKey, randomUUID } from 'node:crypto';
+import { X509Certificate, createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { OAuth2Issuer } from 'oauth2-mock-server';
-import { appOnlyClaims } from './oidcProvider';
+import { appOnlyClaims, tokenRequestFields } from './appTokens';
 
 /** A registered client's credentials: a secret, certificates (PEM), or both. */
 export interface ClientCredentials {
@@ -85,31 +85,6 @@ export function entraError(status: number, error: string, code: number, descript
 
 const missing = (parameter: string) => entraError(400, 'invalid_request', 900144, `The request body must contain the following parameter: '${parameter}'.`);
 
-/** A token request's fields: the form, with HTTP Basic credentials (client_secret_basic) over the form's. */
-export function tokenRequestFields(form: URLSearchParams, authorization: string | undefined): Map<string, string> {
-  const fields = new Map(form.entries());
-  const basic = /^Basic ([A-Za-z0-9+/=]{1,4096})$/i.exec(authorization ?? '');
-  if (basic) {
-    const decoded = Buffer.from(basic[1], 'base64').toString();
-    const colon = decoded.indexOf(':');
-    if (colon > 0) {
-      // RFC 6749 §2.3.1: both are form-encoded. A malformed escape is a credential that cannot match.
-      const decode = (text: string) => {
-        try {
-          return decodeURIComponent(text.replaceAll('+', ' '));
-        } catch {
-          return undefined;
-        }
-      };
-      const id = decode(decoded.slice(0, colon));
-      const secret = decode(decoded.slice(colon + 1));
-      if (id !== undefined) fields.set('client_id', id);
-      fields.set('client_secret', secret ?? '\u0000malformed');
-    }
-  }
-  return fields;
-}
-
 const base64url = (bytes: Buffer) => bytes.toString('base64url');
 
 /** The registered certificate a client assertion's header names (`x5t#S256`, else `x5t`). */
@@ -152,7 +127,7 @@ export async function assertionRefusal(
     );
   }
   try {
-    const { payload } = await jwtVerify(assertion, createPublicKey(cert.publicKey.export({ format: 'pem', type: 'spki' })), {
+    const { payload } = await jwtVerify(assertion, cert.publicKey, {
       algorithms: ['PS256', 'RS256'],
       requiredClaims: ['exp', 'iss', 'sub', 'aud'],
       clockTolerance: 300,

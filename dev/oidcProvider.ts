@@ -6,14 +6,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { OAuth2Server, type MutableToken } from 'oauth2-mock-server';
+import { appOnlyClaims, tokenRequestFields, type AppTokenClaims } from './appTokens';
 
-export interface OidcProviderOptions {
-  /** `aud` of issued tokens. */
-  readonly audience: string;
-  /** `tid` of issued tokens, when given. */
-  readonly tenantId?: string;
-  /** App roles put in `roles`. */
-  readonly roles?: readonly string[];
+export interface OidcProviderOptions extends AppTokenClaims {
   readonly port?: number;
 }
 
@@ -25,32 +20,15 @@ export interface OidcProvider {
   stop(): Promise<void>;
 }
 
-/** The claims of a Microsoft Entra v2 client-credentials access token for `clientId`, beyond iss, iat, exp and nbf. */
-export function appOnlyClaims(clientId: string | undefined, options: Pick<OidcProviderOptions, 'audience' | 'tenantId' | 'roles'>): Record<string, unknown> {
-  return {
-    aud: options.audience,
-    sub: clientId,
-    azp: clientId,
-    idtyp: 'app',
-    ver: '2.0',
-    ...(options.tenantId === undefined ? {} : { tid: options.tenantId }),
-    ...(options.roles === undefined ? {} : { roles: [...options.roles] }),
-  };
-}
-
-/** The client id of a token request: HTTP Basic, else the `client_id` form field. */
-function requestingClient(req: IncomingMessage & { body?: Record<string, unknown> }): string | undefined {
-  const basic = /^Basic ([A-Za-z0-9+/=]{1,4096})$/i.exec(req.headers.authorization ?? '');
-  if (basic) return decodeURIComponent(Buffer.from(basic[1], 'base64').toString().split(':')[0]);
-  return typeof req.body?.client_id === 'string' ? req.body.client_id : undefined;
-}
-
 export async function startOidcProvider(options: OidcProviderOptions): Promise<OidcProvider> {
   const server = new OAuth2Server();
   await server.issuer.keys.generate('RS256');
-  server.service.on('beforeTokenSigning', (token: MutableToken, req: IncomingMessage) => {
+  server.service.on('beforeTokenSigning', (token: MutableToken, req: IncomingMessage & { body?: Record<string, unknown> }) => {
     delete token.payload.scope;
-    Object.assign(token.payload, appOnlyClaims(requestingClient(req), options));
+    // The form as express parsed it, with HTTP Basic credentials read as the Entra stand-in reads them.
+    const body = req.body ?? {};
+    const form = new URLSearchParams(Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+    Object.assign(token.payload, appOnlyClaims(tokenRequestFields(form, req.headers.authorization).get('client_id'), options));
   });
   await server.start(options.port ?? 0, '127.0.0.1');
   const issuer = server.issuer.url as string;

@@ -1,16 +1,15 @@
 /** A fetch that trusts the dev host's local CA, as a partner's process does with NODE_EXTRA_CA_CERTS. */
 import { readFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
+import { fetchTrusting } from '../../dev/localCertificates';
 
-const agents = new Map<string, Agent>();
+/** One per CA file, kept for the test file's life (its agent's connections are reused). */
+const fetches = new Map<string, typeof fetch>();
 
 export function trustingFetch(caCertPath: string): typeof fetch {
-  let agent = agents.get(caCertPath);
-  if (agent === undefined) {
-    agent = new Agent({ connect: { ca: [...rootCertificates, readFileSync(caCertPath, 'utf8')] } });
-    agents.set(caCertPath, agent);
+  let trusted = fetches.get(caCertPath);
+  if (trusted === undefined) {
+    trusted = fetchTrusting(readFileSync(caCertPath, 'utf8')).fetch;
+    fetches.set(caCertPath, trusted);
   }
-  const dispatcher = agent;
-  return (input, init) => fetch(input, { ...init, dispatcher });
+  return trusted;
 }

@@ -1104,11 +1104,12 @@ describe('Microsoft Entra ID as code: the Microsoft Graph Bicep extension', () =
   const config = () => JSON.parse(readFileSync(join(INFRA, 'bicepconfig.json'), 'utf8').replace(/^\s*\/\/.*$/gm, '')) as { extensions: Record<string, string> };
 
   test('infra/bicepconfig.json names the extension at the version whose types are checked here, and every file using Graph declares it', () => {
-    expect(config().extensions).toEqual({ microsoftGraphV1: `br:mcr.microsoft.com/bicep/extensions/microsoftgraph/v1.0:${graphIndex.settings.version}` });
+    const { extensions } = config();
+    expect(extensions).toEqual({ microsoftGraphV1: `br:mcr.microsoft.com/bicep/extensions/microsoftgraph/v1.0:${graphIndex.settings.version}` });
     const users = graphResources().map(({ file: f }) => f);
     expect(users.length).toBeGreaterThan(0);
     for (const f of new Set(users)) expect({ file: f.name, extensions: f.extensions }).toEqual({ file: f.name, extensions: ['microsoftGraphV1'] });
-    for (const f of files.values()) for (const alias of f.extensions) expect(Object.keys(config().extensions)).toContain(alias);
+    for (const f of files.values()) for (const alias of f.extensions) expect(Object.keys(extensions)).toContain(alias);
   });
 
   test('every Graph resource is a published type, and sets only its published, writable properties (and every required one)', () => {

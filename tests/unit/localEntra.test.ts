@@ -7,7 +7,8 @@
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { generate } from 'selfsigned';
-import { assertionRefusal, tokenRefusal, tokenRequestFields, type ClientCredentials } from '../../dev/localEntra';
+import { tokenRequestFields } from '../../dev/appTokens';
+import { assertionRefusal, tokenRefusal, type ClientCredentials } from '../../dev/localEntra';
 import { clientAssertion } from '../../examples/submit-draws';
 
 const TOKEN_URL = 'https://127.0.0.1:7072/00000000-0000-4000-8000-0000000d3a05/oauth2/v2.0/token';
