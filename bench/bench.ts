@@ -14,6 +14,10 @@
  * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
  * - **Worst-case requests** (tests/support/hostileBodies.ts): each one at a time through a dev host,
  *   latency and CPU against an ordinary single draw's.
+ * - **Instance sizes** (bench/sizes.ts): the package in the real worker under each Flex Consumption
+ *   size's CPU quota, cold and under load, and what each size costs (bench/costModel.ts).
+ * - **The day partition under load** (bench/dayPartition.ts): storage throttled as Table Storage
+ *   throttles a partition, the sustained rate, what partners see beyond it, storage checked after.
  *
  * Writes bench/results.md. Azurite and the service share this machine's cores, so absolute numbers
  * are this machine's; the ratios are what the targets are about.
@@ -25,7 +29,7 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
 import { cpuMs, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
 import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from '../tests/support/hostileBodies';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
@@ -33,9 +37,14 @@ import { connectionStringVia, startFaultProxy } from '../tests/support/storagePr
 import { coldStartSection, measureColdStart, type ColdStart } from './coldStart';
 import { DRAW_COLUMNS, LOAN_COLUMNS, storageAgent } from '../lib/store';
 import { LIMITS } from '../lib/limits';
+import { LoanPool } from './loanPool';
+import { measureSizes, sizesSection } from './sizes';
+import { measureDayPartition } from './dayPartition';
+import { benchToken } from './benchToken';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
+const SIZES_RESULTS = join(ROOT, 'bench', 'sizes.json');
 const PROFILES = join(ROOT, 'bench', 'profiles');
 const AUDIENCE = 'api://draw-request-bench';
 const CLIENT = 'bench-client';
@@ -149,53 +158,6 @@ const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.flo
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
-
-/**
- * The loans one side draws on, each once per segment. Before the next segment, reset() deletes the
- * side's draw rows, making the same loans fresh again; so the tables stay at one segment's size
- * (Azurite answers a point query by scanning its table, and ever-growing tables would slow the later segments).
- */
-class LoanPool {
-  private loans: number[] = [];
-  private cursor = 0;
-
-  constructor(
-    private readonly loansTable: TableClient,
-    private readonly drawsTable: TableClient,
-  ) {}
-
-  async seed(count: number): Promise<void> {
-    this.loans = Array.from({ length: count }, (_, i) => 1_000_000 + i);
-    for (let i = 0; i < count; i += 200) {
-      const chunk = this.loans.slice(i, i + 200);
-      await Promise.all(
-        chunk.map((n) => putLoan(this.loansTable, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' })),
-      );
-    }
-  }
-
-  take(count: number): number[] {
-    if (this.cursor + count > this.loans.length) throw new Error('bench: not enough seeded loans');
-    this.cursor += count;
-    return this.loans.slice(this.cursor - count, this.cursor);
-  }
-
-  /** Deletes every draw row (in transactions of 100 per partition) and hands the loans out again. */
-  async reset(): Promise<void> {
-    const rows = new Map<string, string[]>();
-    for await (const row of this.drawsTable.listEntities({ queryOptions: { select: ['PartitionKey', 'RowKey'] } })) {
-      const keys = rows.get(row.partitionKey as string) ?? [];
-      keys.push(row.rowKey as string);
-      rows.set(row.partitionKey as string, keys);
-    }
-    for (const [partitionKey, keys] of rows) {
-      for (let i = 0; i < keys.length; i += 100) {
-        await this.drawsTable.submitTransaction(keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey, rowKey }]));
-      }
-    }
-    this.cursor = 0;
-  }
-}
 
 /** The service under autocannon: `requests` posts of `size` fresh loans each, all expected 204. */
 async function serviceSegment(host: DevHostProcess, token: string, pool: LoanPool, size: number, requests: number): Promise<Segment> {
@@ -548,19 +510,15 @@ async function main(): Promise<void> {
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
     pin(azurite.pid, 0);
     const connection = azurite.connectionString;
-    const { issuer } = provider.server;
-    const tokenFor = (client: string) =>
-      issuer.buildToken({
-        expiresIn: 3600,
-        scopesOrTransform: (_h, payload) => Object.assign(payload, { aud: AUDIENCE, azp: client, sub: client, idtyp: 'app' }),
-      });
+    const benchProvider = provider;
+    const tokenFor = (client: string) => benchToken(benchProvider, AUDIENCE, client);
     const token = await tokenFor(CLIENT);
     /** A dev host's settings and a pool of fresh loans, on tables of their own. */
     const serviceSide = async (tag: string, loans: number) => {
       const tables = serviceTables(tag);
       await createTables(connection, tables);
       await putPartner(tableClient(connection, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
-      const pool = new LoanPool(tableClient(connection, tables.loansTable), tableClient(connection, tables.drawsTable));
+      const pool = new LoanPool(tableClient(connection, tables.loansTable), tableClient(connection, tables.drawsTable), PARTNER);
       await pool.seed(loans);
       const env = {
         AUTH_OPENID_CONFIG_URL: provider?.openIdConfigUrl as string,
@@ -587,7 +545,7 @@ async function main(): Promise<void> {
       const floorClient = (table: string) => TableClient.fromConnectionString(connection, table, { allowInsecureConnection: true, agent: floorAgent });
       const floorLoans = floorClient(tables.loansTable);
       const floorDraws = floorClient(tables.drawsTable);
-      const floorPool = new LoanPool(floorLoans, floorDraws);
+      const floorPool = new LoanPool(floorLoans, floorDraws, PARTNER);
       const [{ env, pool }] = await Promise.all([serviceSide(tag, loans), floorPool.seed(loans)]);
       const serviceRun = async (on: DevHostProcess) => {
         pin(process.pid, LOAD_GENERATOR_CORE);
@@ -648,6 +606,15 @@ async function main(): Promise<void> {
     process.stdout.write('cold start in the real worker:\n');
     const coldStart = await measureColdStart(COLD_START_RUNS);
 
+    // Each starts its own Azurite: stop this one first, so the machine's cores are theirs.
+    await azurite.stop(true);
+    azurite = undefined;
+    process.stdout.write('instance sizes in the real worker:\n');
+    const sizes = await measureSizes();
+    writeFileSync(SIZES_RESULTS, JSON.stringify(sizes, null, 1)); // `SIZES_FROM=bench/sizes.json` renders it again
+    process.stdout.write('the day partition under load:\n');
+    const day = await measureDayPartition();
+
     const cpu = cpus();
     const loadGenerator = LOAD_GENERATOR_CORE === 1 ? ', which the load generator shares (two cores only)' : `, the load generator core ${LOAD_GENERATOR_CORE}`;
     const placement = PINNING
@@ -700,6 +667,9 @@ async function main(): Promise<void> {
       }),
       '',
       ...coldStartSection(coldStart),
+      ...sizesSection(sizes),
+      day.markdown,
+      '',
       ...worstCaseSection(worstRows),
       ...rows.flatMap(({ size, profile }) => (profile === undefined ? [] : profileSection(size, profile))),
       ...FINDINGS,
@@ -707,7 +677,7 @@ async function main(): Promise<void> {
     mkdirSync(join(ROOT, 'bench'), { recursive: true });
     writeFileSync(RESULTS, lines.join('\n'));
     process.stdout.write(`\n${lines.join('\n')}\nwritten to ${RESULTS}\n`);
-    const failed = rows.some((r) => r.service.errors + r.floor.errors > 0) || worstRows.some((r) => r.answers !== r.expected);
+    const failed = rows.some((r) => r.service.errors + r.floor.errors > 0) || worstRows.some((r) => r.answers !== r.expected) || day.failed;
     if (failed) process.exitCode = 1;
   } finally {
     await host?.stop();

@@ -50,7 +50,7 @@ export interface ColdStart {
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The pinned Node 22 binary, installed from the npm registry into .ci/node22 when it is not there yet. */
-function node22(): string {
+export function node22(): string {
   if (!existsSync(NODE22)) {
     const install = spawnSync('npm', ['ci', '--prefix', join(ROOT, '.ci', 'node22'), '--no-audit', '--no-fund'], { stdio: 'inherit' });
     if (install.status !== 0 || !existsSync(NODE22)) throw new Error('could not install Node 22 into .ci/node22');

@@ -18,6 +18,7 @@ import { startAzurite, type Azurite } from '../dev/azurite';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../dev/demoData';
 import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
+import { benchToken } from './benchToken';
 
 export interface SoakOptions {
   /** How long traffic runs (the warm-up included). */
@@ -175,15 +176,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     log(`azurite on port ${azurite.port}, provider ${provider.issuer}`);
 
     // Tokens are minted once: signing is the client's cost, not the service's.
-    const issuer = provider.server.issuer;
+    const soakProvider = provider;
     const token = (claims: Record<string, unknown>, expiresIn = 3600) =>
-      issuer.buildToken({
-        expiresIn,
-        scopesOrTransform: (_header, payload) => {
-          delete payload.scope;
-          Object.assign(payload, { aud: AUDIENCE, sub: CLIENT, azp: CLIENT, idtyp: 'app', roles: ['Draws.Submit'] }, claims);
-        },
-      });
+      benchToken(soakProvider, AUDIENCE, CLIENT, { roles: ['Draws.Submit'], ...claims }, expiresIn);
     const good = await token({});
     const goodClaims = JSON.parse(Buffer.from(good.split('.')[1], 'base64url').toString()) as Record<string, unknown>;
     const tamperedPayload = Buffer.from(JSON.stringify({ ...goodClaims, azp: OTHER_CLIENT })).toString('base64url');

@@ -38,6 +38,18 @@ param instanceMemoryMB int = 2048
 @maxValue(1000)
 param maximumInstanceCount int
 
+// Chosen from measurements of the package in the real worker at each size (bench/results.md):
+// docs/decisions.md, "Instance size, concurrency and cost".
+@description('HTTP invocations one instance runs at once (Flex Consumption\'s default is 4, 16 or 32 by size; the bounds are ours, Azure documents none).')
+@minValue(1)
+@maxValue(1000)
+param perInstanceConcurrency int
+
+@description('Always-ready instances of the HTTP trigger group: 0 scales to zero; each one is billed around the clock (at most 20: our bound).')
+@minValue(0)
+@maxValue(20)
+param alwaysReady int
+
 // ---------------------------------------------------------------- storage
 
 @description('Redundancy of the storage account holding the tables.')
@@ -314,6 +326,8 @@ module functionApp 'modules/functionApp.bicep' = {
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
+    perInstanceConcurrency: perInstanceConcurrency
+    alwaysReady: alwaysReady
     appInsightsConnectionString: monitoring.outputs.connectionString
     authTenantId: toLower(authTenantId)
     authAuthorityHost: authority

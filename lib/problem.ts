@@ -115,9 +115,21 @@ export function unauthorized(requestId: string, tokenSent: boolean): HttpRespons
   return problem(401, requestId, GENERIC_DETAILS[401], {}, { 'WWW-Authenticate': challenge });
 }
 
-/** 502: nothing was recorded, or (`outcomeUnknown`) the batch may have been. */
+/**
+ * `Retry-After` (seconds) on a 502 that says nothing was submitted (docs/contract.md §2.5): the usual
+ * cause under load is a throttled day partition (503 ServerBusy), whose budget is per second; 2 s is
+ * the first step of the backoff Microsoft's Table storage checklist gives for ServerBusy, and lets a
+ * second's budget refill after the work in flight (docs/decisions.md, "The day partition under load").
+ */
+export const RETRY_AFTER_SECONDS = 2;
+
+/**
+ * 502: nothing was recorded, with `Retry-After`; or (`outcomeUnknown`) the batch may have been, without
+ * it: a client that honours `Retry-After` by itself must not resend that one blindly, only with its key.
+ */
 export function dependencyFailed(requestId: string, outcomeUnknown = false): HttpResponseInit {
-  return problem(502, requestId, outcomeUnknown ? OUTCOME_UNKNOWN_DETAIL : GENERIC_DETAILS[502]);
+  if (outcomeUnknown) return problem(502, requestId, OUTCOME_UNKNOWN_DETAIL);
+  return problem(502, requestId, GENERIC_DETAILS[502], {}, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
 }
 
 export function internalError(requestId: string): HttpResponseInit {

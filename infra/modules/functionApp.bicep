@@ -40,6 +40,16 @@ param instanceMemoryMB int
 @maxValue(1000)
 param maximumInstanceCount int
 
+@description('HTTP invocations one instance runs at once.')
+@minValue(1)
+@maxValue(1000)
+param perInstanceConcurrency int
+
+@description('Always-ready instances of the HTTP trigger group; 0 scales to zero.')
+@minValue(0)
+@maxValue(20)
+param alwaysReady int
+
 @description('Application Insights connection string.')
 param appInsightsConnectionString string
 
@@ -107,6 +117,14 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
 }
 
+// Always-ready instances of the HTTP trigger group (the function's group is `http`); none scales to zero.
+var alwaysReadyHttp = [
+  {
+    name: 'http'
+    instanceCount: alwaysReady
+  }
+]
+
 resource site 'Microsoft.Web/sites@2024-04-01' = {
   name: name
   location: location
@@ -140,8 +158,14 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         }
       }
       scaleAndConcurrency: {
+        alwaysReady: alwaysReady == 0 ? [] : alwaysReadyHttp
         instanceMemoryMB: instanceMemoryMB
         maximumInstanceCount: maximumInstanceCount
+        triggers: {
+          http: {
+            perInstanceConcurrency: perInstanceConcurrency
+          }
+        }
       }
       runtime: {
         name: 'node'

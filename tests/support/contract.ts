@@ -63,15 +63,20 @@ export function contractViolations(reply: ContractReply): string[] {
   if (response === undefined) return [`status ${reply.status} is not documented`];
   const problems: string[] = [];
   for (const [name, header] of Object.entries<{ $ref?: string }>(response.headers ?? {})) {
-    const spec = header.$ref ? doc.components.headers[header.$ref.split('/').pop() as string] : header;
+    const declared = header.$ref ? doc.components.headers[header.$ref.split('/').pop() as string] : header;
+    const schema = declared.schema?.$ref === undefined ? declared.schema : doc.components.schemas[declared.schema.$ref.split('/').pop() as string];
+    const spec = { ...declared, schema };
     const value = reply.headers[name.toLowerCase()];
     if (spec.required && value === undefined) problems.push(`header ${name} is required`);
     if (value !== undefined && spec.schema?.const !== undefined && value !== spec.schema.const) problems.push(`header ${name} must be ${spec.schema.const}`);
     if (value !== undefined && spec.schema?.enum !== undefined && !spec.schema.enum.includes(value))
       problems.push(`header ${name} is not one of ${spec.schema.enum}`);
+    const [least, most] = [spec.schema?.minimum ?? 0, spec.schema?.maximum ?? Number.MAX_SAFE_INTEGER];
+    if (value !== undefined && spec.schema?.type === 'integer' && !(/^\d+$/.test(value) && Number(value) >= least && Number(value) <= most))
+      problems.push(`header ${name} must be a whole number from ${least} to ${most}`);
   }
   const documented = new Set(Object.keys(response.headers ?? {}).map((n) => n.toLowerCase()));
-  for (const name of ['idempotent-replay', 'www-authenticate']) {
+  for (const name of ['idempotent-replay', 'www-authenticate', 'retry-after']) {
     if (reply.headers[name] !== undefined && !documented.has(name)) problems.push(`header ${name} is not documented for ${reply.status}`);
   }
   if (response.content === undefined) {
@@ -84,7 +89,19 @@ export function contractViolations(reply: ContractReply): string[] {
   const body: unknown = JSON.parse(reply.text);
   if (!validate(body)) problems.push(...(validate.errors ?? []).map((e) => `body${e.instancePath} ${e.message}`));
   if (reply.status === 400) problems.push(...detailViolations(body as { detail?: unknown; errors?: { index?: unknown }[] }));
+  if (reply.status === 502) problems.push(...retryAfterViolations(body as { detail?: unknown }, reply.headers['retry-after']));
   return problems;
+}
+
+/**
+ * docs/contract.md §2.5: a 502 carries `Retry-After` exactly when its detail says nothing was submitted;
+ * the outcome-unknown 502 never does (a client honouring it by itself would resend blindly).
+ */
+function retryAfterViolations({ detail }: { detail?: unknown }, retryAfter: string | undefined): string[] {
+  const nothingSubmitted = /nothing was submitted/.test(String(detail));
+  if (nothingSubmitted && retryAfter === undefined) return ['a 502 saying nothing was submitted must carry Retry-After'];
+  if (!nothingSubmitted && retryAfter !== undefined) return ['a 502 whose outcome is unknown must not carry Retry-After'];
+  return [];
 }
 
 /**

@@ -1,5 +1,5 @@
 /** What every client can rely on in an error response (docs/contract.md §2.1, §2.4). */
-import { OUTCOME_UNKNOWN_DETAIL } from '../../lib/problem';
+import { OUTCOME_UNKNOWN_DETAIL, RETRY_AFTER_SECONDS } from '../../lib/problem';
 import type { Reply } from './harness';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -20,12 +20,15 @@ function expectProblemHeaders(reply: Reply, status: number): void {
 export function expectGenericProblem(reply: Reply, status: 401 | 500 | 502): void {
   expectProblemHeaders(reply, status);
   expect(reply.body).toEqual({ type: 'about:blank', status, ...GENERIC[status], requestId: reply.headers['x-request-id'] });
+  // Nothing was submitted: a 502 says when to come back (docs/contract.md §2.5).
+  expect(reply.headers['retry-after']).toBe(status === 502 ? String(RETRY_AFTER_SECONDS) : undefined);
   expect(reply.text).not.toMatch(/RestError|ECONNREFUSED|devstoreaccount1|AccountKey|at .+\.[jt]s:\d+/);
 }
 
 /** 502 for a commit storage may have applied: says the batch may have been recorded, and how to learn which. */
 export function expectOutcomeUnknown(reply: Reply): void {
   expectProblemHeaders(reply, 502);
+  expect(reply.headers['retry-after']).toBeUndefined(); // not an invitation to resend blindly
   expect(reply.body).toEqual({
     type: 'about:blank',
     status: 502,

@@ -2,9 +2,11 @@
  * Proxies in front of a real Azurite, for the tests and the benchmark: faults Azurite cannot produce
  * on demand (a slow network, 503 answers, transactions that hang or land without their answer
  * reaching the service, storage that stops answering at all), counts of the storage calls that pass
- * through, and when the service closed the connections of the calls it gave up on.
+ * through, and when the service closed the connections of the calls it gave up on; and a proxy that
+ * throttles each partition at an entity rate, as Table Storage does (startThrottlingProxy).
  */
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { createConnection, createServer, type Socket } from 'node:net';
 
 export interface Proxy {
@@ -189,4 +191,290 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     },
   };
   return proxy;
+}
+
+/**
+ * Table Storage's answer to a throttled request, as its "Common REST API error codes" page lists it:
+ * 503 ServerBusy, "The server is currently unable to receive requests. Please retry your request."
+ * (https://learn.microsoft.com/rest/api/storageservices/common-rest-api-error-codes). Azure sends no
+ * Retry-After with it; the SDK's exponential retry is what spaces the retries of reads.
+ */
+export const THROTTLED_MESSAGE = 'The server is currently unable to receive requests. Please retry your request.';
+
+export interface ThrottleOptions {
+  /**
+   * Entity operations per second each partition (table and PartitionKey) accepts. Azure's documented
+   * target is 2,000 entities per second for a single table partition of 1 KiB entities ("Scalability
+   * and performance targets for Table storage",
+   * https://learn.microsoft.com/azure/storage/tables/scalability-targets).
+   */
+  readonly ratePerSecond: number;
+  /** The most a partition accepts at once after being idle (the bucket's size); one second's rate by default. */
+  readonly burst?: number;
+}
+
+/** What one partition was asked for. */
+export interface PartitionLoad {
+  /** Entity operations forwarded to storage, and refused with 503. */
+  accepted: number;
+  refused: number;
+  /** Requests forwarded, and refused. */
+  requests: number;
+  refusedRequests: number;
+}
+
+export interface ThrottlingProxy extends Proxy {
+  ratePerSecond: number;
+  burst: number;
+  /** By `<table>/<PartitionKey>`, every partition that was charged. */
+  readonly partitions: ReadonlyMap<string, PartitionLoad>;
+  /** One partition's load (zeros when it was never asked for). */
+  load(table: string, partitionKey: string): PartitionLoad;
+  /**
+   * Point reads: attempts seen, refused, forwarded; and how many distinct entities were refused at
+   * least once and later read (a retry that got through).
+   */
+  readonly reads: { attempts: number; refused: number; forwarded: number; retriedThenServed: number };
+  /** Entity-group transactions: attempts, refused, forwarded, and the operations they carried. */
+  readonly transactions: { attempts: number; refused: number; forwarded: number; operations: number };
+  /** Requests forwarded without a charge: table management, and queries that are not point reads. */
+  readonly uncharged: number;
+  /** Forgets every count (the partitions' budgets stay as they are). */
+  resetCounts(): void;
+}
+
+/** An OData string literal's content: quotes doubled inside. */
+const LITERAL = "'((?:[^']|'')*)'";
+const POINT_FILTER = new RegExp(`^\\s*\\(?\\s*PartitionKey eq ${LITERAL}\\s*\\)?\\s+and\\s+\\(?\\s*RowKey eq ${LITERAL}\\s*\\)?\\s*$`);
+const KEYS_IN_PATH = new RegExp(`^PartitionKey=${LITERAL},RowKey=${LITERAL}$`);
+const unquote = (literal: string) => literal.replace(/''/g, "'");
+
+/** The table and keys a request's path names: `/<account>/<Table>(…)` (Azurite) or `/<Table>(…)` (Azure). */
+function addressOf(path: string): { table: string; keys?: { partitionKey: string; rowKey: string } } | undefined {
+  const last = decodeURIComponent(path.split('?')[0].split('/').pop() ?? '');
+  const match = /^([A-Za-z][A-Za-z0-9]*)(?:\((.*)\))?$/.exec(last);
+  if (match === null || match[1] === 'Tables') return undefined;
+  const keys = KEYS_IN_PATH.exec(match[2] ?? '');
+  return { table: match[1], keys: keys === null ? undefined : { partitionKey: unquote(keys[1]), rowKey: unquote(keys[2]) } };
+}
+
+/** A cost: entity operations per partition (`<table>/<PartitionKey>`). */
+type Cost = Map<string, number>;
+
+/**
+ * The operations of an entity-group transaction (a multipart/mixed body whose changeset holds one
+ * HTTP request per operation): each one's table, and its PartitionKey from its URL or its JSON body.
+ */
+export function transactionCost(body: string): Cost {
+  const cost: Cost = new Map();
+  let pending: { table: string; partitionKey?: string } | undefined;
+  const settle = () => {
+    if (pending === undefined) return;
+    const key = `${pending.table}/${pending.partitionKey ?? '?'}`;
+    cost.set(key, (cost.get(key) ?? 0) + 1);
+    pending = undefined;
+  };
+  for (const line of body.split(/\r?\n/)) {
+    const operation = /^(?:POST|PUT|MERGE|PATCH|DELETE|GET) (\S+) HTTP\/1\.1$/.exec(line);
+    if (operation !== null) {
+      settle();
+      const address = addressOf(new URL(operation[1], 'http://storage').pathname);
+      pending = { table: address?.table ?? '?', partitionKey: address?.keys?.partitionKey };
+      continue;
+    }
+    if (pending !== undefined && pending.partitionKey === undefined && line.startsWith('{')) {
+      try {
+        const entity = JSON.parse(line) as { PartitionKey?: unknown };
+        if (typeof entity.PartitionKey === 'string') pending.partitionKey = entity.PartitionKey;
+      } catch {
+        // not an entity: charged to partition '?'
+      }
+    }
+  }
+  settle();
+  return cost;
+}
+
+/**
+ * HTTP proxy in front of storage that throttles as Table Storage does: every partition (table and
+ * PartitionKey) has a budget of entity operations per second, a token bucket of `burst` refilled at
+ * `ratePerSecond`. What is charged, as Microsoft documents the targets ("Performance and scalability
+ * checklist for Table storage": the per-partition target counts entities, and "the table scalability
+ * targets ... relate to the number of entities scanned, and not the number of entities returned";
+ * an entity-group transaction is one billed transaction of up to 100 operations):
+ *
+ * - a point read (a GET whose `$filter` is `PartitionKey eq … and RowKey eq …`, or of
+ *   `Table(PartitionKey='…',RowKey='…')`): 1 entity of its partition;
+ * - an insert (POST to the table, the PartitionKey in its JSON body) and an update, merge or delete
+ *   of one entity: 1;
+ * - an entity-group transaction (`$batch`): 1 per operation of its changeset, to each operation's partition.
+ *
+ * A request is admitted while every partition it charges has budget left (more than 0), and its whole
+ * cost is taken, which may leave the partition in debt until the refill covers it: a transaction of 100
+ * is not starved by single reads that each fit, and over any T seconds a partition accepts at most
+ * `burst + ratePerSecond × T` plus one request's cost. A refused request is answered 503 ServerBusy
+ * with Table Storage's headers and JSON error, and is not forwarded. Queries that are not point reads
+ * and table management are forwarded uncharged (this service makes none on its request path).
+ */
+export async function startThrottlingProxy(targetPort: number, options: ThrottleOptions): Promise<ThrottlingProxy> {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  const partitions = new Map<string, PartitionLoad>();
+  const refusedReads = new Set<string>();
+  const servedAfterRefusal = new Set<string>();
+
+  const budget = (key: string, now: number) => {
+    let bucket = buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { tokens: proxy.burst, at: now };
+      buckets.set(key, bucket);
+    }
+    bucket.tokens = Math.min(proxy.burst, bucket.tokens + ((now - bucket.at) * proxy.ratePerSecond) / 1000);
+    bucket.at = now;
+    return bucket;
+  };
+  const loadOf = (key: string) => {
+    let load = partitions.get(key);
+    if (load === undefined) {
+      load = { accepted: 0, refused: 0, requests: 0, refusedRequests: 0 };
+      partitions.set(key, load);
+    }
+    return load;
+  };
+  /** Charges `cost` if every partition in it has budget; false (and counted as refused) otherwise. */
+  const admit = (cost: Cost): boolean => {
+    const now = performance.now();
+    const admitted = [...cost.keys()].every((key) => budget(key, now).tokens > 0);
+    for (const [key, entities] of cost) {
+      const load = loadOf(key);
+      if (admitted) {
+        budget(key, now).tokens -= entities;
+        load.accepted += entities;
+        load.requests += 1;
+      } else {
+        load.refused += entities;
+        load.refusedRequests += 1;
+      }
+    }
+    return admitted;
+  };
+
+  const forward = (req: IncomingMessage, res: ServerResponse, body?: Buffer) => {
+    const upstream = httpRequest({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    if (body === undefined) req.pipe(upstream);
+    else upstream.end(body);
+  };
+  const refuse = (req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(503, {
+      'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8',
+      'x-ms-error-code': 'ServerBusy',
+      'x-ms-request-id': randomUUID(),
+      'x-ms-version': req.headers['x-ms-version'] ?? '2019-02-02',
+      Date: new Date().toUTCString(),
+    });
+    res.end(storageErrorBody('ServerBusy', THROTTLED_MESSAGE));
+  };
+
+  const server = createHttpServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://storage');
+    const address = addressOf(url.pathname);
+    if (req.method === 'GET') {
+      const point = address?.keys ?? pointFilter(url.searchParams.get('$filter'));
+      if (address === undefined || point === undefined) {
+        proxy.counters.uncharged += 1;
+        forward(req, res);
+        return;
+      }
+      const key = `${address.table}/${point.partitionKey}`;
+      const entity = `${key}/${point.rowKey}`;
+      proxy.reads.attempts += 1;
+      if (!admit(new Map([[key, 1]]))) {
+        proxy.reads.refused += 1;
+        refusedReads.add(entity);
+        req.resume();
+        refuse(req, res);
+        return;
+      }
+      proxy.reads.forwarded += 1;
+      if (refusedReads.has(entity) && !servedAfterRefusal.has(entity)) {
+        servedAfterRefusal.add(entity);
+        proxy.reads.retriedThenServed += 1;
+      }
+      forward(req, res);
+      return;
+    }
+    // Writes: the body names the partition of an insert and every operation of a transaction.
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      let cost: Cost | undefined;
+      const isTransaction = url.pathname.endsWith('/$batch');
+      if (isTransaction) cost = transactionCost(body.toString('utf8'));
+      else if (address?.keys !== undefined) cost = new Map([[`${address.table}/${address.keys.partitionKey}`, 1]]);
+      else if (address !== undefined && req.method === 'POST') {
+        try {
+          const entity = JSON.parse(body.toString('utf8')) as { PartitionKey?: unknown };
+          if (typeof entity.PartitionKey === 'string') cost = new Map([[`${address.table}/${entity.PartitionKey}`, 1]]);
+        } catch {
+          cost = undefined;
+        }
+      }
+      if (cost === undefined) {
+        proxy.counters.uncharged += 1;
+        forward(req, res, body);
+        return;
+      }
+      if (isTransaction) {
+        proxy.transactions.attempts += 1;
+        proxy.transactions.operations += [...cost.values()].reduce((a, b) => a + b, 0);
+      }
+      if (!admit(cost)) {
+        if (isTransaction) proxy.transactions.refused += 1;
+        refuse(req, res);
+        return;
+      }
+      if (isTransaction) proxy.transactions.forwarded += 1;
+      forward(req, res, body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+
+  const proxy = {
+    port: (server.address() as { port: number }).port,
+    ratePerSecond: options.ratePerSecond,
+    burst: options.burst ?? options.ratePerSecond,
+    partitions,
+    load: (table: string, partitionKey: string): PartitionLoad => ({
+      ...(partitions.get(`${table}/${partitionKey}`) ?? { accepted: 0, refused: 0, requests: 0, refusedRequests: 0 }),
+    }),
+    reads: { attempts: 0, refused: 0, forwarded: 0, retriedThenServed: 0 },
+    transactions: { attempts: 0, refused: 0, forwarded: 0, operations: 0 },
+    counters: { uncharged: 0 },
+    get uncharged() {
+      return proxy.counters.uncharged;
+    },
+    resetCounts: () => {
+      partitions.clear();
+      refusedReads.clear();
+      servedAfterRefusal.clear();
+      Object.assign(proxy.reads, { attempts: 0, refused: 0, forwarded: 0, retriedThenServed: 0 });
+      Object.assign(proxy.transactions, { attempts: 0, refused: 0, forwarded: 0, operations: 0 });
+      proxy.counters.uncharged = 0;
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
+}
+
+/** The keys of a point-read `$filter`; undefined for any other filter. */
+function pointFilter(filter: string | null): { partitionKey: string; rowKey: string } | undefined {
+  const match = filter === null ? null : POINT_FILTER.exec(filter);
+  return match === null ? undefined : { partitionKey: unquote(match[1]), rowKey: unquote(match[2]) };
 }

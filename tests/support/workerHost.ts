@@ -239,6 +239,11 @@ export class WorkerHost {
     }
   }
 
+  /** The worker's process id (the benchmark reads its CPU time and memory from /proc). */
+  get pid(): number {
+    return this.child.pid as number;
+  }
+
   /** The worker process's resident set now, MiB (Linux: /proc). */
   rssMiB(): number {
     const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');

@@ -76,6 +76,22 @@ describe('the validator refuses what partners were not promised', () => {
       /additional properties/,
     ],
     [
+      'a nothing-submitted 502 without Retry-After',
+      { ...toReply(dependencyFailed(RID)), headers: { 'content-type': 'application/problem+json', 'x-request-id': RID } },
+      /must carry Retry-After/,
+    ],
+    [
+      'an outcome-unknown 502 with Retry-After',
+      { ...toReply(dependencyFailed(RID, true)), headers: { ...toReply(dependencyFailed(RID, true)).headers, 'retry-after': '2' } },
+      /must not carry Retry-After/,
+    ],
+    [
+      'a Retry-After that is not whole seconds',
+      { ...toReply(dependencyFailed(RID)), headers: { ...toReply(dependencyFailed(RID)).headers, 'retry-after': 'soon' } },
+      /whole number/,
+    ],
+    ['Retry-After on a 400', { ...ok400, headers: { ...ok400.headers, 'retry-after': '2' } }, /retry-after is not documented for 400/],
+    [
       'plain JSON instead of problem+json',
       { ...ok400, headers: { ...ok400.headers, 'content-type': 'application/json' } },
       /content type application\/json is not documented/,
@@ -117,6 +133,7 @@ test('the examples in the document are valid responses', () => {
       for (const example of examples) {
         const headers: Record<string, string> = { 'content-type': type, 'x-request-id': RID };
         if (status === '401') headers['www-authenticate'] = 'Bearer';
+        if (status === '502' && /nothing was submitted/.test((example as { detail: string }).detail)) headers['retry-after'] = '2';
         expect(contractViolations({ status: Number(status), headers, text: JSON.stringify(example) })).toEqual([]);
         checked += 1;
       }

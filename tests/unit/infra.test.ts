@@ -807,11 +807,14 @@ describe('security and hosting properties', () => {
     expect(site.kind).toBe('functionapp,linux');
     expect(at(site, 'properties.functionAppConfig.runtime')).toEqual({ name: 'node', version: '22' });
     expect(at(site, 'properties.functionAppConfig.scaleAndConcurrency')).toEqual({
+      alwaysReady: new Expr('alwaysReady == 0 ? [] : alwaysReadyHttp'),
       instanceMemoryMB: new Expr('instanceMemoryMB'),
       maximumInstanceCount: new Expr('maximumInstanceCount'),
+      triggers: { http: { perInstanceConcurrency: new Expr('perInstanceConcurrency') } },
     });
-    expect(mainModule('functionApp').params.instanceMemoryMB).toEqual(new Expr('instanceMemoryMB'));
-    expect(mainModule('functionApp').params.maximumInstanceCount).toEqual(new Expr('maximumInstanceCount'));
+    expect(literalVar(app, 'alwaysReadyHttp')).toEqual([{ name: 'http', instanceCount: new Expr('alwaysReady') }]);
+    for (const name of ['instanceMemoryMB', 'maximumInstanceCount', 'perInstanceConcurrency', 'alwaysReady'])
+      expect(mainModule('functionApp').params[name]).toEqual(new Expr(name));
   });
 
   test('the app: HTTPS only, FTPS off, TLS 1.2, user-assigned identity for the deployment container', () => {
@@ -1052,6 +1055,44 @@ test('the infra parameter and pipeline files exist for every environment and not
 
 // ----------------------------------------------------------------------------- Microsoft Entra ID as code
 
+describe('Flex Consumption scale: published types and the measured choice per environment', () => {
+  // FunctionAppConfig of Microsoft.Web/sites@2024-04-01 as Azure/bicep-types-az publishes it (the fixture names its commit).
+  const web = () => JSON.parse(readFileSync(join(ROOT, 'tests', 'fixtures', 'azure-web-types', 'functionAppConfig.json'), 'utf8')) as { types: GraphType[] };
+  const functionAppConfigProblems = (value: Value) => graphProblems(value, web().types[0], '', false, web().types);
+
+  test("the app's functionAppConfig, always-ready list included, sets only published properties of the API version it declares", () => {
+    const site = resourceOf(moduleFile('functionApp'), 'Microsoft.Web/sites');
+    expect(site.typeWithVersion).toBe('Microsoft.Web/sites@2024-04-01');
+    const config = at(site.body, 'properties.functionAppConfig') as ObjectValue;
+    const scale = config.scaleAndConcurrency as ObjectValue;
+    const withList = { ...config, scaleAndConcurrency: { ...scale, alwaysReady: literalVar(moduleFile('functionApp'), 'alwaysReadyHttp') } };
+    expect(functionAppConfigProblems(withList)).toEqual([]);
+  });
+
+  test('the type check can fail: an unknown property, and a count written as text', () => {
+    expect(
+      functionAppConfigProblems({
+        scaleAndConcurrency: { alwaysReady: [{ name: 'http', instanceCount: '1' }], triggers: { http: { concurrency: 4 } } },
+      }),
+    ).toEqual(['scaleAndConcurrency.alwaysReady[0].instanceCount: an integer is expected', 'scaleAndConcurrency.triggers.http.concurrency: no such property']);
+  });
+
+  test('each environment chooses its size, concurrency and always-ready instances; the bench measures what prod sets', () => {
+    for (const env of ENVIRONMENTS) {
+      expect([512, 2048, 4096]).toContain(envValue(env, 'instanceMemoryMB'));
+      expect(envValue(env, 'perInstanceConcurrency')).toEqual(expect.any(Number));
+      expect(envValue(env, 'alwaysReady')).toEqual(expect.any(Number));
+    }
+    // docs/decisions.md, "Instance size, concurrency and cost": both on one core, four at once (not the default 16);
+    // prod keeps one instance warm; dev scales to zero.
+    expect(['dev', 'prod'].map((env) => [envValue(env, 'instanceMemoryMB'), envValue(env, 'perInstanceConcurrency')])).toEqual([
+      [2048, 4],
+      [2048, 4],
+    ]);
+    expect([envValue('dev', 'alwaysReady'), envValue('prod', 'alwaysReady')]).toEqual([0, 1]);
+  });
+});
+
 /** The published types of the Microsoft Graph Bicep extension (tests/fixtures/msgraph-bicep-types/README.md). */
 const GRAPH_TYPES_DIR = join(ROOT, 'tests', 'fixtures', 'msgraph-bicep-types');
 type GraphType = {
@@ -1066,17 +1107,19 @@ const graphIndex = JSON.parse(readFileSync(join(GRAPH_TYPES_DIR, 'index.json'), 
   resources: Record<string, { $ref: string }>;
   settings: { version: string };
 };
-const graphType = (ref: { $ref: string }): GraphType => graphTypes[Number(/^(?:types\.json)?#\/(\d+)$/.exec(ref.$ref)?.[1])];
+const typeIn = (types: readonly GraphType[], ref: { $ref: string }): GraphType => types[Number(/^(?:types\.json)?#\/(\d+)$/.exec(ref.$ref)?.[1])];
+const graphType = (ref: { $ref: string }): GraphType => typeIn(graphTypes, ref);
 /** Bicep type flags (Azure/bicep-types): */
 const FLAG = { required: 1, readOnly: 2, identifier: 16 } as const;
 
 /** What in `value` the Graph type `type` does not allow: unknown or read-only properties, missing required ones. */
-function graphProblems(value: Value, type: GraphType, path: string, existing = false): string[] {
+function graphProblems(value: Value, type: GraphType, path: string, existing = false, types: readonly GraphType[] = graphTypes): string[] {
   if (value instanceof Expr || value === null) return [];
   if (type.$type === 'ArrayType') {
     if (!Array.isArray(value)) return [`${path}: an array is expected`];
-    return value.flatMap((item, i) => graphProblems(item, graphType(type.itemType as { $ref: string }), `${path}[${i}]`));
+    return value.flatMap((item, i) => graphProblems(item, typeIn(types, type.itemType as { $ref: string }), `${path.replace(/\.$/, '')}[${i}].`, false, types));
   }
+  if (type.$type === 'IntegerType' && typeof value !== 'number') return [`${path.replace(/\.$/, '')}: an integer is expected`];
   if (type.$type !== 'ObjectType') return [];
   if (typeof value !== 'object' || Array.isArray(value)) return [`${path}: an object is expected`];
   const properties = type.properties ?? {};
@@ -1087,7 +1130,7 @@ function graphProblems(value: Value, type: GraphType, path: string, existing = f
     if (property === undefined) problems.push(`${path}${key}: no such property`);
     else if (property.flags & FLAG.readOnly) problems.push(`${path}${key}: read-only`);
     else if (existing && !(property.flags & FLAG.identifier)) problems.push(`${path}${key}: an existing resource names only its key`);
-    else problems.push(...graphProblems(inner, graphType(property.type), `${path}${key}.`));
+    else problems.push(...graphProblems(inner, typeIn(types, property.type), `${path}${key}.`, false, types));
   }
   for (const [key, property] of Object.entries(properties)) {
     const wanted = existing ? property.flags & FLAG.identifier : property.flags & FLAG.required && !(property.flags & FLAG.readOnly);

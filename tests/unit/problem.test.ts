@@ -7,6 +7,7 @@ import {
   internalError,
   OUTCOME_UNKNOWN_DETAIL,
   PROBLEM_CONTENT_TYPE,
+  RETRY_AFTER_SECONDS,
   unauthorized,
   type ElementError,
   type ErrorCode,
@@ -165,12 +166,26 @@ describe('unauthorized (docs/contract.md §2.1, 401)', () => {
 
 describe('dependencyFailed / internalError (502 / 500)', () => {
   test.each([
-    ['dependencyFailed', dependencyFailed, 502, 'Bad Gateway', 'A service this API depends on is unavailable; nothing was submitted. Retry later.'],
-    ['internalError', internalError, 500, 'Internal Server Error', 'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.'],
-  ])('%s → status %i, generic detail, no errors', (_name, make, status, title, detail) => {
+    [
+      'dependencyFailed',
+      dependencyFailed,
+      502,
+      'Bad Gateway',
+      'A service this API depends on is unavailable; nothing was submitted. Retry later.',
+      { 'Retry-After': '2' },
+    ],
+    [
+      'internalError',
+      internalError,
+      500,
+      'Internal Server Error',
+      'The service failed unexpectedly; nothing was submitted. Quote the requestId to support.',
+      {},
+    ],
+  ])('%s → status %i, generic detail, no errors', (_name, make, status, title, detail, extraHeaders) => {
     const response = make(RID);
     expect(response.status).toBe(status);
-    expect(response.headers).toStrictEqual({ 'Content-Type': 'application/problem+json', 'X-Request-Id': RID });
+    expect(response.headers).toStrictEqual({ 'Content-Type': 'application/problem+json', 'X-Request-Id': RID, ...extraHeaders });
     const body = bodyOf(response);
     expect(body).toStrictEqual({ type: 'about:blank', title, status, detail, requestId: RID });
     expect(Object.keys(body)).toStrictEqual(['type', 'title', 'status', 'detail', 'requestId']);
@@ -181,12 +196,26 @@ describe('dependencyFailed with an unknown outcome (502)', () => {
   test('says the batch may have been recorded and how to learn which, in the words docs/contract.md §2.4 fixes', () => {
     const response = dependencyFailed(RID, true);
     expect(response.status).toBe(502);
+    // No Retry-After: a client that honours it by itself must not resend this batch blindly.
+    expect(response.headers).toStrictEqual({ 'Content-Type': 'application/problem+json', 'X-Request-Id': RID });
     const body = bodyOf(response);
     expect(body).toStrictEqual({ type: 'about:blank', title: 'Bad Gateway', status: 502, detail: OUTCOME_UNKNOWN_DETAIL, requestId: RID });
     expect(OUTCOME_UNKNOWN_DETAIL).toMatch(/may or may not have been recorded/);
     expect(OUTCOME_UNKNOWN_DETAIL).toMatch(/same Idempotency-Key/);
     expect(OUTCOME_UNKNOWN_DETAIL).not.toMatch(/nothing was submitted/);
     expect(readFileSync(join(__dirname, '..', '..', 'docs', 'contract.md'), 'utf8')).toContain(`\`${OUTCOME_UNKNOWN_DETAIL}\``);
+  });
+});
+
+describe('Retry-After on the 502 that says nothing was submitted', () => {
+  test('a small whole number of seconds, documented in the contract, the partner document and the partners guide', () => {
+    expect(Number.isInteger(RETRY_AFTER_SECONDS)).toBe(true);
+    expect(RETRY_AFTER_SECONDS).toBeGreaterThanOrEqual(1);
+    expect(RETRY_AFTER_SECONDS).toBeLessThanOrEqual(5);
+    const read = (file: string) => readFileSync(join(__dirname, '..', '..', 'docs', file), 'utf8');
+    expect(read('contract.md')).toMatch(new RegExp(`\\| \`Retry-After\` \\|[^\\n]*\`${RETRY_AFTER_SECONDS}\``));
+    expect(read('partners.md')).toContain(`Retry-After: ${RETRY_AFTER_SECONDS}`);
+    expect(read('openapi.yaml')).toContain('Retry-After');
   });
 });
 

@@ -1,0 +1,73 @@
+/**
+ * What Flex Consumption bills for this service, computed from the measured figures of bench/sizes.ts.
+ *
+ * Billing rules (Microsoft Learn, flex-consumption-plan and functions-consumption-costs):
+ *  - each instance is billed in one of two modes; on demand: the instance's configured memory × the time
+ *    it is actively executing functions (GB-s), plus executions; concurrent executions on one instance
+ *    share that time (the docs' example: 10 concurrent requests on one 2 GB instance for an hour are
+ *    2 GB × 3600 s);
+ *  - "the minimum billable execution period for both execution modes is 1,000 ms. Past that, the
+ *    billable activity period is rounded up to the nearest 100 ms";
+ *  - always ready: a baseline for each always-ready instance's memory around the clock, a lower rate
+ *    while it executes, executions; no free grant;
+ *  - the configured size is billed, not the memory used.
+ * Prices: USD, East US, pay-as-you-go list prices. The on-demand rates are the ones Microsoft's own
+ * worked example uses; the always-ready rates are from the pricing page as quoted by several sources
+ * (docs/decisions.md says how sure each is). The monthly free grant (100,000 GB-s and 250,000
+ * executions, on demand only) is left out of the per-million figures and counted in the monthly ones.
+ */
+export const PRICES = {
+  onDemandGbSecond: 0.000026,
+  perMillionExecutions: 0.4,
+  alwaysReadyBaselineGbSecond: 0.000004,
+  alwaysReadyExecutionGbSecond: 0.000016,
+  freeGbSeconds: 100_000,
+  freeExecutions: 250_000,
+} as const;
+
+const MONTH_SECONDS = 30 * 24 * 3600;
+
+/** The billed length of one activity window of `ms`: at least 1 s, then rounded up to 100 ms. */
+export function billedSeconds(ms: number): number {
+  return Math.max(1000, Math.ceil(ms / 100) * 100) / 1000;
+}
+
+const gb = (memoryMB: number) => memoryMB / 1024;
+
+/** Sparse traffic: every call opens its own activity window on an instance that is otherwise idle. */
+export function sparsePerMillion(memoryMB: number, latencyMs: number): number {
+  return 1e6 * gb(memoryMB) * billedSeconds(latencyMs) * PRICES.onDemandGbSecond + PRICES.perMillionExecutions;
+}
+
+/** Steady traffic: instances busy back to back, each serving `perSecond` calls. */
+export function steadyPerMillion(memoryMB: number, perSecond: number): number {
+  return (1e6 * gb(memoryMB) * PRICES.onDemandGbSecond) / perSecond + PRICES.perMillionExecutions;
+}
+
+/** One always-ready instance's baseline for a 30-day month, before its execution time. */
+export function alwaysReadyMonthly(memoryMB: number): number {
+  return gb(memoryMB) * MONTH_SECONDS * PRICES.alwaysReadyBaselineGbSecond;
+}
+
+/**
+ * The share of the time an instance must be executing for an always-ready instance to cost no more
+ * than on demand: its baseline is paid all the time, and each active second is billed at the lower
+ * always-ready rate (the memory size cancels out).
+ */
+export function alwaysReadyBreakEvenShare(): number {
+  return PRICES.alwaysReadyBaselineGbSecond / (PRICES.onDemandGbSecond - PRICES.alwaysReadyExecutionGbSecond);
+}
+
+/** On demand, for `calls` a month that each open their own window of `latencyMs`, after the free grant. */
+export function sparseMonthly(memoryMB: number, latencyMs: number, calls: number): number {
+  const gbSeconds = Math.max(0, calls * gb(memoryMB) * billedSeconds(latencyMs) - PRICES.freeGbSeconds);
+  const executions = Math.max(0, calls - PRICES.freeExecutions);
+  return gbSeconds * PRICES.onDemandGbSecond + (executions / 1e6) * PRICES.perMillionExecutions;
+}
+
+/**
+ * Application Insights (workspace-based): Log Analytics' Analytics Logs, pay as you go, per GB
+ * (10^9 bytes) billed, the first 5 GB a month free. The billed size is computed from the stored
+ * columns, "around 25 percent less than the incoming data size" on average (azure-monitor/logs/cost-logs).
+ */
+export const INGESTION = { perGb: 2.3, billedShare: 0.75, freeGbPerMonth: 5 } as const;
