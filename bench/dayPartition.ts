@@ -286,7 +286,10 @@ function report(
       problems.push(`${r.multiple}× of the ceiling: ${r.batches - r.accepted} batches failed below the ceiling`);
     if (r.accepted === r.batches && r.dayAccepted !== r.batches * ENTITIES_PER_BATCH)
       problems.push(`${r.multiple}×: ${r.dayAccepted} entity operations for ${r.batches} batches, not ${ENTITIES_PER_BATCH} each`);
-    if (r.multiple >= 1.5 && r.nothingSubmitted === 0) problems.push(`${r.multiple}× of the ceiling: no batch was refused`);
+    // A step must refuse something once what it offers beyond the ceiling exceeds the bucket's burst (one second of budget).
+    const excess = r.batches - (ceiling * stepSeconds + rate / ENTITIES_PER_BATCH);
+    if (r.multiple >= 1.5 && excess >= 1 && r.nothingSubmitted === 0)
+      problems.push(`${r.multiple}× of the ceiling: no batch was refused, ${excess.toFixed(1)} batches beyond the step's budget`);
   }
   if (sustained < 0.75 * ceiling) problems.push(`sustained ${sustained} batches/s is below 0.75 × the ceiling ${ceiling}`);
   const rows = results.map((r) => {
