@@ -24,7 +24,6 @@
  */
 import autocannon from 'autocannon';
 import { RestError, TableClient, odata, type TableEntity, type TransactionAction } from '@azure/data-tables';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +37,7 @@ import { coldStartSection, measureColdStart, type ColdStart } from './coldStart'
 import { DRAW_COLUMNS, LOAN_COLUMNS, storageAgent } from '../lib/store';
 import { LIMITS } from '../lib/limits';
 import { LoanPool } from './loanPool';
+import { PINNING, median, percentile, pin } from './stats';
 import { measureSizes, sizesSection } from './sizes';
 import { measureDayPartition } from './dayPartition';
 import { benchToken } from './benchToken';
@@ -146,16 +146,8 @@ function pooled(segments: readonly Segment[]): Run {
  * events per wake-up). Unpinned, three busy processes on two cores made the dev host pay for
  * contention the floor never paid. docs/decisions.md has the numbers.
  */
-const PINNING = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
 const LOAD_GENERATOR_CORE = cpus().length >= 3 ? 2 : 1;
-function pin(pid: number, cores: number | 'all'): void {
-  const list = cores === 'all' ? `0-${cpus().length - 1}` : String(cores);
-  if (PINNING) spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' });
-}
 
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
 

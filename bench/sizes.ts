@@ -18,7 +18,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../dev/azurite';
 import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
@@ -32,6 +32,7 @@ import { WorkerHost } from '../tests/support/workerHost';
 import { node22 } from './coldStart';
 import { INGESTION, alwaysReadyBreakEvenShare, alwaysReadyMonthly, billedSeconds, sparsePerMillion, steadyPerMillion } from './costModel';
 import { LoanPool } from './loanPool';
+import { median, percentile, pin } from './stats';
 import { benchToken } from './benchToken';
 
 /** Flex Consumption's sizes: memory, the share of a core each gets, and the default HTTP concurrency per instance. */
@@ -53,9 +54,6 @@ const COLD_RUNS = Number(process.env.SIZES_COLD_RUNS ?? 7);
 const SINGLES = Number(process.env.SIZES_SINGLES ?? 400);
 const BATCHES = Number(process.env.SIZES_BATCHES ?? 24);
 const ISOLATED = Number(process.env.SIZES_ISOLATED ?? 15);
-
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 /** The sizes and concurrency each environment's parameters file sets (the recommendation). */
 export function recommended(env: 'dev' | 'prod'): { memoryMB: number; concurrency: number; alwaysReady: number } {
@@ -158,16 +156,6 @@ export interface Sizes {
   readonly results: readonly SizeResult[];
 }
 
-function memoryMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) / 1024;
-}
-
-/** Pins a process to cores (taskset); Azurite gets core 0 so that storage answers alike for every size. */
-function pin(pid: number, cores: string): void {
-  if (cpus().length >= 2) spawnSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' });
-}
-
 export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map((s) => s.memoryMB)): Promise<Sizes> {
   const node = node22();
   // SIZES_NODE_ARGS tries other Node options against the deployment's (space-separated).
@@ -179,7 +167,8 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
   let ingestion: Ingestion | undefined;
   try {
     [azurite, provider, ingestion] = await Promise.all([startAzurite(), startOidcProvider({ audience: AUDIENCE }), startIngestion()]);
-    pin(azurite.pid, '0');
+    pin(azurite.pid, 0); // storage answers alike for every size
+    const received = ingestion; // what the exporter sent, read after each settled exchange
     const tables = { partnersTable: 'SizesPartners', loansTable: 'SizesLoans', drawsTable: 'SizesDraws', idempotencyTable: 'SizesKeys' };
     await createTables(azurite.connectionString, tables);
     await putPartner(tableClient(azurite.connectionString, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
@@ -271,7 +260,7 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
           // Warm-up: the provider's keys fetched, the partner cached, V8 past its first optimisations.
           await run(1, size.defaultConcurrency, SINGLES);
           await run(100, size.defaultConcurrency, Math.min(BATCHES, 8));
-          const warmRssMiB = memoryMiB(host.pid, 'VmRSS');
+          const warmRssMiB = host.rssMiB();
           const isolatedSingle = await run(1, 1, ISOLATED * 4);
           const isolatedBatch = await run(100, 1, ISOLATED);
           const concurrencies = [...new Set([...size.concurrencies, ...(prod.memoryMB === size.memoryMB ? [prod.concurrency] : [])])].sort((a, b) => a - b);
@@ -287,11 +276,11 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
             const volume = async (batch: 1 | 100, calls: number): Promise<TelemetryVolume> => {
               const settle = () => new Promise((resolve) => setTimeout(resolve, 7_000));
               await settle();
-              const [envelopes, bodies] = [ingestion?.envelopes.length ?? 0, ingestion?.rawBodies.length ?? 0];
+              const [envelopes, bodies] = [received.envelopes.length, received.rawBodies.length];
               await run(batch, 1, calls);
               await settle();
-              const sent = ingestion?.envelopes.slice(envelopes) ?? [];
-              const bytes = (ingestion?.rawBodies.slice(bodies) ?? []).reduce((n, body) => n + Buffer.byteLength(body), 0);
+              const sent = received.envelopes.slice(envelopes);
+              const bytes = received.rawBodies.slice(bodies).reduce((n, body) => n + Buffer.byteLength(body), 0);
               return {
                 envelopes: sent.length / calls,
                 dependencies: sent.filter((e) => e.data.baseType === 'RemoteDependencyData').length / calls,
@@ -309,7 +298,7 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
             isolated: { single: isolatedSingle.p50, batch: isolatedBatch.p50 },
             cells: [{ ...isolatedSingle, concurrency: 1 }, { ...isolatedBatch, concurrency: 1 }, ...cells],
             warmRssMiB,
-            peakRssMiB: memoryMiB(host.pid, 'VmHWM'),
+            peakRssMiB: host.peakRssMiB(),
           });
         } finally {
           await host.kill();
@@ -356,7 +345,7 @@ export function capacity(r: SizeResult, batch: 1 | 100, at = judgedAt(r)): numbe
 function telemetrySection(t: { single: TelemetryVolume; batch: TelemetryVolume }): string[] {
   const perMillion = (v: TelemetryVolume) => usd(((v.bytes * 1e6) / 1e9) * INGESTION.billedShare * INGESTION.perGb);
   return [
-    `Telemetry per call, counted at the ingestion endpoint (one call at a time, after the exporter's sends settled): each Table Storage call is recorded as the SDK's operation and its HTTP request, a read also as the page it fetches (about 2.5 records per call). Priced at Analytics Logs' $${INGESTION.perGb} per GB, with the billed size taken as ${INGESTION.billedShare * 100} % of the JSON sent (Microsoft: "around 25 percent less than the incoming data size"), after the first 5 GB a month.`,
+    `Telemetry per call, counted at the ingestion endpoint (one call at a time, after the exporter's sends settled): each Table Storage call is recorded as the SDK's operation and its HTTP request, a read also as the page it fetches (about 2.5 records per call). Priced at Analytics Logs' $${INGESTION.perGb} per GB, with the billed size taken as ${INGESTION.billedShare * 100} % of the JSON sent (Microsoft: "around 25 percent less than the incoming data size"), after the first ${INGESTION.freeGbPerMonth} GB a month.`,
     '',
     '| call | envelopes | of which dependencies | JSON bytes | $ per million calls |',
     '|---|---|---|---|---|',

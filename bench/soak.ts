@@ -19,6 +19,7 @@ import { createTables, putLoan, putPartner, tableClient, tableSettings } from '.
 import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { benchToken } from './benchToken';
+import { percentile } from './stats';
 
 export interface SoakOptions {
   /** How long traffic runs (the warm-up included). */
@@ -132,11 +133,6 @@ interface Element {
   readonly loanNumber: number;
   readonly amount: number;
   readonly requestor: string;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -97,11 +97,29 @@ export interface FaultProxy extends Proxy {
   readonly unanswered: UnansweredRequest[];
 }
 
-const BUSY_BODY = storageErrorBody('ServerBusy', 'The server is busy.');
-
 /** The JSON body Table Storage answers an error with. */
 export function storageErrorBody(code: string, message: string): string {
   return JSON.stringify({ 'odata.error': { code, message: { lang: 'en-US', value: message } } });
+}
+
+/**
+ * Table Storage's answer to a throttled request, as its "Common REST API error codes" page lists it:
+ * 503 ServerBusy, "The server is currently unable to receive requests. Please retry your request."
+ * (https://learn.microsoft.com/rest/api/storageservices/common-rest-api-error-codes). Azure sends no
+ * Retry-After with it; the SDK's exponential retry is what spaces the retries of reads.
+ */
+export const THROTTLED_MESSAGE = 'The server is currently unable to receive requests. Please retry your request.';
+
+/** 503 ServerBusy with Table Storage's headers and JSON error, as a throttled account answers. */
+export function answerServerBusy(req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(503, {
+    'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8',
+    'x-ms-error-code': 'ServerBusy',
+    'x-ms-request-id': randomUUID(),
+    'x-ms-version': req.headers['x-ms-version'] ?? '2019-02-02',
+    Date: new Date().toUTCString(),
+  });
+  res.end(storageErrorBody('ServerBusy', THROTTLED_MESSAGE));
 }
 
 /** HTTP proxy in front of storage whose behaviour a test switches with `mode`. */
@@ -128,8 +146,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
 
     if (proxy.mode === 'busy') {
       req.resume();
-      res.writeHead(503, { 'Content-Type': 'application/json;odata=minimalmetadata', 'x-ms-error-code': 'ServerBusy' });
-      res.end(BUSY_BODY);
+      answerServerBusy(req, res);
       return;
     }
     const hold = () => {
@@ -192,14 +209,6 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   };
   return proxy;
 }
-
-/**
- * Table Storage's answer to a throttled request, as its "Common REST API error codes" page lists it:
- * 503 ServerBusy, "The server is currently unable to receive requests. Please retry your request."
- * (https://learn.microsoft.com/rest/api/storageservices/common-rest-api-error-codes). Azure sends no
- * Retry-After with it; the SDK's exponential retry is what spaces the retries of reads.
- */
-export const THROTTLED_MESSAGE = 'The server is currently unable to receive requests. Please retry your request.';
 
 export interface ThrottleOptions {
   /**
@@ -332,10 +341,11 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
     bucket.at = now;
     return bucket;
   };
+  const noLoad = (): PartitionLoad => ({ accepted: 0, refused: 0, requests: 0, refusedRequests: 0 });
   const loadOf = (key: string) => {
     let load = partitions.get(key);
     if (load === undefined) {
-      load = { accepted: 0, refused: 0, requests: 0, refusedRequests: 0 };
+      load = noLoad();
       partitions.set(key, load);
     }
     return load;
@@ -367,16 +377,6 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
     if (body === undefined) req.pipe(upstream);
     else upstream.end(body);
   };
-  const refuse = (req: IncomingMessage, res: ServerResponse) => {
-    res.writeHead(503, {
-      'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8',
-      'x-ms-error-code': 'ServerBusy',
-      'x-ms-request-id': randomUUID(),
-      'x-ms-version': req.headers['x-ms-version'] ?? '2019-02-02',
-      Date: new Date().toUTCString(),
-    });
-    res.end(storageErrorBody('ServerBusy', THROTTLED_MESSAGE));
-  };
 
   const server = createHttpServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://storage');
@@ -384,7 +384,7 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
     if (req.method === 'GET') {
       const point = address?.keys ?? pointFilter(url.searchParams.get('$filter'));
       if (address === undefined || point === undefined) {
-        proxy.counters.uncharged += 1;
+        proxy.uncharged += 1;
         forward(req, res);
         return;
       }
@@ -395,7 +395,7 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
         proxy.reads.refused += 1;
         refusedReads.add(entity);
         req.resume();
-        refuse(req, res);
+        answerServerBusy(req, res);
         return;
       }
       proxy.reads.forwarded += 1;
@@ -424,7 +424,7 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
         }
       }
       if (cost === undefined) {
-        proxy.counters.uncharged += 1;
+        proxy.uncharged += 1;
         forward(req, res, body);
         return;
       }
@@ -434,7 +434,7 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
       }
       if (!admit(cost)) {
         if (isTransaction) proxy.transactions.refused += 1;
-        refuse(req, res);
+        answerServerBusy(req, res);
         return;
       }
       if (isTransaction) proxy.transactions.forwarded += 1;
@@ -449,21 +449,18 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
     burst: options.burst ?? options.ratePerSecond,
     partitions,
     load: (table: string, partitionKey: string): PartitionLoad => ({
-      ...(partitions.get(`${table}/${partitionKey}`) ?? { accepted: 0, refused: 0, requests: 0, refusedRequests: 0 }),
+      ...(partitions.get(`${table}/${partitionKey}`) ?? noLoad()),
     }),
     reads: { attempts: 0, refused: 0, forwarded: 0, retriedThenServed: 0 },
     transactions: { attempts: 0, refused: 0, forwarded: 0, operations: 0 },
-    counters: { uncharged: 0 },
-    get uncharged() {
-      return proxy.counters.uncharged;
-    },
+    uncharged: 0,
     resetCounts: () => {
       partitions.clear();
       refusedReads.clear();
       servedAfterRefusal.clear();
       Object.assign(proxy.reads, { attempts: 0, refused: 0, forwarded: 0, retriedThenServed: 0 });
       Object.assign(proxy.transactions, { attempts: 0, refused: 0, forwarded: 0, operations: 0 });
-      proxy.counters.uncharged = 0;
+      proxy.uncharged = 0;
     },
     close: () => {
       server.closeAllConnections();

@@ -246,8 +246,17 @@ export class WorkerHost {
 
   /** The worker process's resident set now, MiB (Linux: /proc). */
   rssMiB(): number {
+    return this.memoryMiB('VmRSS');
+  }
+
+  /** The worker process's peak resident set so far (VmHWM), MiB. */
+  peakRssMiB(): number {
+    return this.memoryMiB('VmHWM');
+  }
+
+  private memoryMiB(field: 'VmRSS' | 'VmHWM'): number {
     const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
+    return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) / 1024;
   }
 
   /** Kills the worker (no-op when it has exited) and stops listening. */
