@@ -4,13 +4,16 @@
  * check. The workflows run as GitHub would for a push to main, a pull request and a rollback
  * (tests/support/workflowRunner.ts); the calls each makes, in order and with their arguments, are the
  * assertions: what-if before create, infrastructure before code, dev before prod, the same package
- * everywhere, nothing written by a pull request.
+ * everywhere, nothing written by a pull request. Each sign-in presents the token GitHub would give the job
+ * and is accepted only if exactly one federated credential that infra/bootstrap.bicep gives that client
+ * id's identity matches it, as Microsoft Entra ID decides (tests/support/oidcTrust.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { bootstrapCredentials, matching, type FederatedCredential, type GitHubRepository, type OidcToken } from '../support/oidcTrust';
 import { runWorkflow, type RunRecord } from '../support/workflowRunner';
 
 const ROOT = join(__dirname, '..', '..');
@@ -25,6 +28,29 @@ const PARTNERS = {
   ],
   prod: [{ partnerId: 'PARTNER-001', clientAppId: '5c2a9e10-dddd-4eee-8fff-000011112222' }],
 } as const;
+
+/** The repository the pipeline runs in, created after 15 July 2026: GitHub sends immutable subjects. */
+const REPOSITORY: GitHubRepository = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456', immutableSubject: true };
+/** The user-assigned identity each client id of TARGETS belongs to. */
+const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Object.fromEntries(
+  (['dev', 'prod'] as const).flatMap((env) => [
+    [TARGETS[env].deployClientId, { env, identity: `id-drawreq-${env}-deploy` }],
+    [TARGETS[env].planClientId, { env, identity: `id-drawreq-${env}-plan` }],
+  ]),
+);
+/** The bootstrap's federated credentials for this repository, by environment (githubSubjectFormat left to its default). */
+let CREDENTIALS: Record<'dev' | 'prod', FederatedCredential[]>;
+const bootstrapped = (env: 'dev' | 'prod', format?: string) =>
+  bootstrapCredentials({
+    environmentName: env,
+    githubRepository: `${REPOSITORY.owner}/${REPOSITORY.name}`,
+    githubOwnerId: REPOSITORY.ownerId,
+    githubRepositoryId: REPOSITORY.id,
+    ...(format === undefined ? {} : { githubSubjectFormat: format }),
+  });
+beforeAll(async () => {
+  CREDENTIALS = { dev: await bootstrapped('dev'), prod: await bootstrapped('prod') };
+});
 
 interface Call {
   readonly args: string[];
@@ -88,6 +114,18 @@ function workspace(): { workspace: string; zipSha: string; bin: string; state: s
 }
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+/**
+ * Microsoft Entra ID's side of azure/login: the token is exchanged for the client id's identity only if
+ * exactly one of that identity's federated credentials matches it; otherwise the sign-in fails with the
+ * error azure/login reports.
+ */
+function exchange(clientId: string, token: OidcToken, credentials: Record<'dev' | 'prod', FederatedCredential[]>): void {
+  const target = IDENTITIES[clientId];
+  const own = target === undefined ? [] : credentials[target.env].filter((c) => c.identity === target.identity);
+  if (matching(own, token).length !== 1)
+    throw new Error(`AADSTS700213: No matching federated identity record found for presented assertion subject '${token.sub}'.`);
+}
+
 function signIn(state: string, name: string, type: 'servicePrincipal' | 'user'): void {
   const current = JSON.parse(readFileSync(state, 'utf8')) as Record<string, unknown>;
   writeFileSync(state, JSON.stringify({ ...current, signedIn: { name, type } }));
@@ -117,6 +155,7 @@ function run(
   runId: string,
   inputs?: Record<string, unknown>,
   artifacts?: string,
+  oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]> } = {},
 ): RunRecord {
   return runWorkflow('deploy.yml', {
     workspace: setup.workspace,
@@ -134,7 +173,12 @@ function run(
     },
     // The build's npm steps (Core Tools, .ci/run, npm run package) are proven by CI itself.
     skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
-    login: (clientId) => signIn(setup.state, clientId, 'servicePrincipal'),
+    repository: oidc.repository ?? REPOSITORY,
+    login: (clientId, token) => {
+      exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
+      oidc.tokens?.push([clientId, token.sub]);
+      signIn(setup.state, clientId, 'servicePrincipal');
+    },
   });
 }
 
@@ -364,5 +408,59 @@ describe('scripts/deploy.sh by hand', () => {
     expect(result.stderr).toMatch(
       /prod\.pipeline\.json: set tenantId, subscriptionId, deployClientId, deployPrincipalId, planClientId from the outputs of infra\/bootstrap\.bicep/,
     );
+  });
+});
+
+describe("sign-in: each job presents the token GitHub gives it, and only its own identity's federated credential accepts it", () => {
+  const subjects = (repository: GitHubRepository, event: 'push' | 'pull_request'): Array<[string, string]> => {
+    const prefix = repository.immutableSubject
+      ? `repo:${repository.owner}@${repository.ownerId}/${repository.name}@${repository.id}`
+      : `repo:${repository.owner}/${repository.name}`;
+    return event === 'push'
+      ? [
+          ['dev-deploy-client', `${prefix}:environment:dev`],
+          ['prod-deploy-client', `${prefix}:environment:prod`],
+        ]
+      : [
+          ['dev-plan-client', `${prefix}:pull_request`],
+          ['prod-plan-client', `${prefix}:pull_request`],
+        ];
+  };
+
+  test.each([
+    ['created after 15 July 2026 (immutable subjects)', REPOSITORY],
+    ['created before, not opted in (legacy subjects)', { ...REPOSITORY, immutableSubject: false }],
+  ])('a repository %s: main deploys as each environment’s deploy identity, a pull request previews as its plan identity', (_name, repository) => {
+    for (const [event, runId] of [
+      ['push', '910'],
+      ['pull_request', '911'],
+    ] as const) {
+      const setup = workspace();
+      const tokens: Array<[string, string]> = [];
+      run(event, setup, runId, undefined, undefined, { repository, tokens });
+      expect(tokens).toEqual(subjects(repository, event));
+      rmSync(dir, { recursive: true, force: true }); // afterEach removes only the last workspace
+    }
+  });
+
+  test('a rollback signs in from the GitHub environment it deploys', () => {
+    const setup = workspace();
+    run('push', setup, '912');
+    const tokens: Array<[string, string]> = [];
+    run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: '912', with_infrastructure: false }, undefined, { tokens });
+    expect(tokens).toEqual([['prod-deploy-client', 'repo:octo-org@123/octo-repo@456:environment:prod']]);
+  });
+
+  test('credentials for the legacy subject only (the bootstrap before this fix) refuse a repository created today, before any Azure call', async () => {
+    const legacyOnly = { dev: await bootstrapped('dev', 'legacy'), prod: await bootstrapped('prod', 'legacy') };
+    for (const event of ['push', 'pull_request'] as const) {
+      const setup = workspace();
+      const first = subjects(REPOSITORY, event)[0][1];
+      expect(() => run(event, setup, '914', undefined, undefined, { credentials: legacyOnly })).toThrow(
+        `AADSTS700213: No matching federated identity record found for presented assertion subject '${first}'.`,
+      );
+      expect(() => calls(setup.log)).toThrow(); // no az call at all: no log
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,13 +3,16 @@
  * machine: jobs in `needs` order with their `if`, matrices, called workflows, step `if`, `env`,
  * `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and every `run` step executed by bash. Actions stand
  * in for themselves: checkout and setup-node are the workspace as it is, upload/download-artifact copy
- * a folder (kept per run id), azure/login signs the `az` stand-in in as the client id it is given.
+ * a folder (kept per run id), azure/login presents the OpenID Connect token GitHub would give the job
+ * (its subject by GitHub's documented rules: the job's environment, else the pull request, else the ref;
+ * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in.
  * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||` and `!` (all these workflows use).
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { githubToken, type GitHubRepository, type OidcToken } from './oidcTrust';
 
 type Context = Record<string, unknown>;
 interface Step {
@@ -23,6 +26,7 @@ interface Step {
 }
 interface Job {
   if?: string;
+  environment?: string | { name: string };
   needs?: string | string[];
   uses?: string;
   with?: Record<string, unknown>;
@@ -42,8 +46,10 @@ export interface RunOptions {
   readonly artifacts: string;
   /** A `run` step not to execute (its work is proven elsewhere), recorded as skipped. */
   readonly skip?: (step: Step) => boolean;
-  /** azure/login: sign the stand-in in. */
-  readonly login: (clientId: string) => void;
+  /** The repository the workflows run in: what its tokens' subjects name. */
+  readonly repository: GitHubRepository;
+  /** azure/login: exchange the job's token for the client id's identity (throw to refuse), and sign the stand-in in. */
+  readonly login: (clientId: string, token: OidcToken) => void;
 }
 
 export interface RunRecord {
@@ -115,7 +121,8 @@ function outputsOf(file: string): Record<string, string> {
 
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
   const record: RunRecord = { steps: [], summaries: {} };
-  const github = { event_name: options.event, run_id: options.runId, sha: 'c0ffee'.padEnd(40, '0'), token: 'github-token' };
+  const ref = options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main';
+  const github = { event_name: options.event, ref, run_id: options.runId, sha: 'c0ffee'.padEnd(40, '0'), token: 'github-token' };
   runJobs(file, { github, inputs: options.inputs ?? {} }, options, record, '');
   return record;
 }
@@ -142,13 +149,14 @@ function runJobs(file: string, base: Context, options: RunOptions, record: RunRe
         const inputs = Object.fromEntries(Object.entries(job.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
         runJobs(job.uses.replace('./.github/workflows/', ''), { ...base, inputs }, options, record, `${label} > `);
       } else {
-        runSteps(job.steps ?? [], context, options, record, label);
+        const environment = typeof job.environment === 'object' ? job.environment.name : job.environment;
+        runSteps(job.steps ?? [], context, options, record, label, environment === undefined ? undefined : String(interpolate(environment, context)));
       }
     }
   }
 }
 
-function runSteps(steps: Step[], base: Context, options: RunOptions, record: RunRecord, label: string): void {
+function runSteps(steps: Step[], base: Context, options: RunOptions, record: RunRecord, label: string, environment: string | undefined): void {
   // Each job starts on a fresh runner: a copy of the repository (what checkout gives), nothing else kept.
   const runner = join(options.artifacts, '..', 'runners', label.replace(/[^\w-]+/g, '_'));
   rmSync(runner, { recursive: true, force: true });
@@ -175,7 +183,8 @@ function runSteps(steps: Step[], base: Context, options: RunOptions, record: Run
         const runId = typeof given['run-id'] === 'string' ? given['run-id'] : options.runId;
         cpSync(join(options.artifacts, runId, String(given.name)), join(runner, String(given.path)), { recursive: true });
       } else if (action === 'azure/login') {
-        options.login(String(given['client-id']));
+        const github = base.github as { event_name: string; ref: string };
+        options.login(String(given['client-id']), githubToken(options.repository, { environment, event: github.event_name, ref: github.ref }));
       } else if (action !== 'actions/checkout' && action !== 'actions/setup-node') {
         throw new Error(`${title}: no stand-in for ${step.uses}`);
       }
