@@ -9,8 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFromEnv, formatOutcome, parseDrawFile, submitDraws, type ClientConfig, type DrawBatch, type SubmitResult } from '../../examples/submit-draws';
-import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
-import { freePort } from '../../dev/azurite';
+import { spawnDevHostOnFreePort, type DevHostProcess } from '../support/devHostProcess';
 import { DEMO_TENANT_ID } from '../../dev/demoData';
 import { trustingFetch } from '../support/localCa';
 
@@ -60,16 +59,8 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     if (!existsSync(EXAMPLE_ENTRY)) throw new Error(`${EXAMPLE_ENTRY} is missing: run \`npm run build\` (npm test does)`);
     dir = mkdtempSync(join(tmpdir(), 'example-'));
     // A fixed port, as `npm start` has: its embedded provider then listens on the next one, where the client looks.
-    // Either port may be taken by another test's listener between the probe and the start: then try other ports.
-    let port = 0;
-    for (let attempt = 1; host === undefined; attempt += 1) {
-      port = await freePort();
-      try {
-        host = await spawnDevHost({ PORT: String(port) });
-      } catch (error) {
-        if (attempt === 3 || !String(error).includes('EADDRINUSE')) throw error;
-      }
-    }
+    let port: number;
+    ({ host, port } = await spawnDevHostOnFreePort());
     caCertPath = /its certificate authority: (\S+)/.exec(host.output())?.[1] ?? '';
     combinedPath = /\(both in (\S+)\)/.exec(host.output())?.[1] ?? '';
     env = { DRAWS_BASE_URL: host.url.replace(/\/DrawRequest$/, ''), NODE_EXTRA_CA_CERTS: caCertPath };
