@@ -5,6 +5,7 @@
  * in for themselves: checkout and setup-node are the workspace as it is, upload/download-artifact copy
  * a folder (kept per run id), azure/login signs the `az` stand-in in as the client id it is given.
  * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||` and `!` (all these workflows use).
+ * A `run` step that fails stops the run with a StepFailed, as GitHub skips the steps and jobs after it.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,8 @@ export interface RunOptions {
   readonly event: 'push' | 'pull_request' | 'workflow_dispatch';
   readonly inputs?: Record<string, unknown>;
   readonly runId: string;
+  /** `github.repository`, owner/name (default lender/draw-request-service). */
+  readonly repository?: string;
   /** The environment of every `run` step (PATH with the stand-ins, their state). */
   readonly env: Record<string, string>;
   /** Artifacts by run id, then name: folders (shared across runs, as GitHub keeps them). */
@@ -51,6 +54,23 @@ export interface RunRecord {
   readonly steps: string[];
   /** Job summaries, by job. */
   readonly summaries: Record<string, string>;
+}
+
+/**
+ * A `run` step that exited non-zero: the run stops there, as GitHub fails the job and skips the jobs
+ * that need it. Carries what ran up to and including that step, and the step's output.
+ */
+export class StepFailed extends Error {
+  constructor(
+    readonly step: string,
+    readonly status: number | null,
+    readonly stdout: string,
+    readonly stderr: string,
+    readonly record: RunRecord,
+  ) {
+    super(`${step} failed (${status}):\n${stdout}\n${stderr}`);
+    this.name = 'StepFailed';
+  }
 }
 
 /** Evaluates a workflow expression (without `${{ }}`). */
@@ -115,7 +135,13 @@ function outputsOf(file: string): Record<string, string> {
 
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
   const record: RunRecord = { steps: [], summaries: {} };
-  const github = { event_name: options.event, run_id: options.runId, sha: 'c0ffee'.padEnd(40, '0'), token: 'github-token' };
+  const github = {
+    event_name: options.event,
+    run_id: options.runId,
+    repository: options.repository ?? 'lender/draw-request-service',
+    sha: 'c0ffee'.padEnd(40, '0'),
+    token: 'github-token',
+  };
   runJobs(file, { github, inputs: options.inputs ?? {} }, options, record, '');
   return record;
 }
@@ -194,7 +220,7 @@ function runSteps(steps: Step[], base: Context, options: RunOptions, record: Run
       encoding: 'utf8',
     });
     record.steps.push(title);
-    if (result.status !== 0) throw new Error(`${title} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+    if (result.status !== 0) throw new StepFailed(title, result.status, result.stdout, result.stderr, record);
     if (step.id !== undefined) stepsContext[step.id] = { outputs: outputsOf(output) };
   }
   if (existsSync(summary)) record.summaries[label] = readFileSync(summary, 'utf8');
