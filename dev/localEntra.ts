@@ -10,7 +10,12 @@
  * - The token endpoint takes the client-credentials grant only, and checks what Entra checks: the
  *   client is registered, its secret (form or HTTP Basic) or its client assertion (a JWT signed with a
  *   registered certificate's key, for this token endpoint, by this client, in date), and a scope of
- *   `{App ID URI}/.default`. Refusals carry Entra's status, `error`, AADSTS code and body shape.
+ *   `{App ID URI}/.default`; a client may also be given an expired secret, or no app role on the API
+ *   (refused as the API's appRoleAssignmentRequired makes Entra refuse it). Refusals carry Entra's
+ *   status, `error`, AADSTS code and body shape.
+ * - Another tenant in the path is not found (AADSTS90002), in the metadata as at the token endpoint: that
+ *   metadata refusal is what MSAL turns into `endpoints_resolution_error` for an authority whose endpoints
+ *   it does not know (docs/partners.md §1.3).
  *
  * oauth2-mock-server keeps the signing keys and builds the RS256 tokens; this module is the routing and
  * the checks. For local use only.
@@ -25,7 +30,15 @@ import { appOnlyClaims, tokenRequestFields } from './appTokens';
 /** A registered client's credentials: a secret, certificates (PEM), or both. */
 export interface ClientCredentials {
   readonly secret?: string;
+  /** Secrets the application had, now past their end date: Entra names them expired (AADSTS7000222), not wrong. */
+  readonly expiredSecrets?: readonly string[];
   readonly certificates?: readonly string[];
+  /**
+   * false: the client holds no app role on the API. The API's service principal requires one
+   * (appRoleAssignmentRequired, as infra/modules/entraApi.bicep sets it), so Entra refuses to issue it a
+   * token (AADSTS501051). Default true.
+   */
+  readonly assigned?: boolean;
 }
 
 export interface LocalEntraOptions {
@@ -35,6 +48,12 @@ export interface LocalEntraOptions {
   /** App roles put in `roles`. */
   readonly roles?: readonly string[];
   readonly port: number;
+  /**
+   * The `https://host` clients reach it by, when that is not its own `https://127.0.0.1:<port>`: a test
+   * that sends `login.microsoftonline.com` here (its certificate then names that host) so that the
+   * libraries treat it as Entra itself. Endpoints, issuer and the client assertion's `aud` use it.
+   */
+  readonly authorityHost?: string;
   /** The HTTPS certificate and key (PEM). */
   readonly tls: { readonly key: string; readonly cert: string };
   readonly clients: Readonly<Record<string, ClientCredentials>>;
@@ -47,6 +66,8 @@ export interface LocalEntra {
   readonly issuer: string;
   readonly openIdConfigUrl: string;
   readonly tokenUrl: string;
+  /** The port it listens on, on 127.0.0.1 (where `authorityHost` must lead when that names another host). */
+  readonly port: number;
   stop(): Promise<void>;
 }
 
@@ -188,6 +209,13 @@ export async function tokenRefusal(
     if (refusal !== undefined) return refusal;
   } else if (secret === undefined) {
     return entraError(401, 'invalid_client', 7000216, "'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.");
+  } else if (secret !== client.secret && client.expiredSecrets?.includes(secret)) {
+    return entraError(
+      401,
+      'invalid_client',
+      7000222,
+      `The provided client secret keys for app '${clientId}' are expired. Visit the Azure portal to create new keys for your app: https://aka.ms/NewClientSecret, or consider using certificate credentials for added security: https://aka.ms/certCreds.`,
+    );
   } else if (secret !== client.secret) {
     return entraError(
       401,
@@ -209,6 +237,10 @@ export async function tokenRefusal(
   const resource = scope.slice(0, -'/.default'.length);
   if (resource !== audience.replace(/\/$/, '')) {
     return entraError(400, 'invalid_resource', 500011, `The resource principal named ${resource} was not found in the tenant.`);
+  }
+  if (client.assigned === false) {
+    // invalid_grant, as Entra answers it for the client-credentials grant (a user's sign-in gets AADSTS50105 instead).
+    return entraError(400, 'invalid_grant', 501051, `Application '${clientId}' is not assigned to a role for the application '${resource}'.`);
   }
   return undefined;
 }
@@ -316,7 +348,8 @@ export async function startLocalEntra(options: LocalEntraOptions): Promise<Local
     server.once('error', reject);
     server.listen(options.port, '127.0.0.1', resolve);
   });
-  authorityHost = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const { port } = server.address() as { port: number };
+  authorityHost = options.authorityHost?.replace(/\/+$/, '') ?? `https://127.0.0.1:${port}`;
   issuer.url = `${authority()}/v2.0`;
   return {
     authorityHost,
@@ -324,6 +357,7 @@ export async function startLocalEntra(options: LocalEntraOptions): Promise<Local
     issuer: issuer.url,
     openIdConfigUrl: `${authority()}/v2.0/.well-known/openid-configuration`,
     tokenUrl: tokenUrl(),
+    port,
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -8,8 +8,10 @@
  * 1. Gets an access token with the OAuth 2.0 client-credentials flow: with a certificate (a signed client
  *    assertion, as docs/partners.md recommends) or with a client secret.
  * 2. POSTs the batch to `{base}/DrawRequest` with an `Idempotency-Key` (a new UUID per run unless given).
- * 3. Retries as the partners' guide says: 502 (and 503/504 from a gateway in front), network errors
- *    and timeouts with backoff and the same key; 401 once with a new token; 400 never.
+ * 3. Retries as the partners' guide says (§5–6): 502 (and 503/504 from a gateway in front), network
+ *    errors and timeouts with backoff (1 s, then 2 s) and the same key; an answer's `Retry-After` (seconds
+ *    or an HTTP-date) is waited at least, doubled on each later failure, never beyond a minute; 401 once
+ *    with a new token; 400 never.
  * 4. Prints one row per draw request, plus request-level errors and the `X-Request-Id`.
  *    Exit code: 0 on 204, 1 on 400, 2 on anything else.
  *
@@ -458,6 +460,71 @@ const RETRYABLE_STATUSES = new Set([502, 503, 504]);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The longest this client waits before a retry, whatever a `Retry-After` asks: the end of the backoff
+ * docs/partners.md §6 gives ("up to a minute"). A larger value (a gateway's, or a malformed one) must not
+ * hold a run for hours; after the attempts run out the client says how to retry later with the same key.
+ */
+export const MAX_RETRY_WAIT_MS = 60_000;
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const TIME = '(\\d{2}):(\\d{2}):(\\d{2})';
+const MONTH = `(${MONTHS.join('|')})`;
+/** RFC 9110 §5.6.7's three forms: IMF-fixdate, the obsolete RFC 850 date and asctime's. */
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`);
+const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`);
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`);
+
+/** An HTTP-date (RFC 9110 §5.6.7) as ms since the epoch; undefined for anything else, an impossible date included. */
+export function parseHttpDate(text: string, now = Date.now()): number | undefined {
+  let parts: { day: string; month: string; year: number; hour: string; minute: string; second: string } | undefined;
+  let m = IMF_FIXDATE.exec(text);
+  if (m !== null) parts = { day: m[1], month: m[2], year: Number(m[3]), hour: m[4], minute: m[5], second: m[6] };
+  else if ((m = RFC850_DATE.exec(text)) !== null) {
+    // A two-digit year more than 50 years ahead is the latest past year with those digits (RFC 9110 §5.6.7).
+    const thisYear = new Date(now).getUTCFullYear();
+    let year = thisYear - (thisYear % 100) + Number(m[3]);
+    if (year > thisYear + 50) year -= 100;
+    parts = { day: m[1], month: m[2], year, hour: m[4], minute: m[5], second: m[6] };
+  } else if ((m = ASCTIME_DATE.exec(text)) !== null) {
+    parts = { day: m[2].trim(), month: m[1], year: Number(m[6]), hour: m[3], minute: m[4], second: m[5] };
+  }
+  if (parts === undefined) return undefined;
+  const month = MONTHS.indexOf(parts.month);
+  const [day, hour, minute, second] = [parts.day, parts.hour, parts.minute, parts.second].map(Number);
+  // 60 is a leap second; Date folds it into the next minute.
+  if (hour > 23 || minute > 59 || second > 60) return undefined;
+  const date = new Date(Date.UTC(parts.year, month, day, hour, minute, second));
+  date.setUTCFullYear(parts.year); // Date.UTC maps years 0–99 to 1900–1999
+  return date.getUTCDate() === day && date.getUTCMonth() === month ? date.getTime() : undefined;
+}
+
+/**
+ * How long a `Retry-After` field (RFC 9110 §10.2.3) asks to wait, in ms: delay-seconds, or an HTTP-date
+ * less the answer's own `Date` (its clock, not this machine's, which may be off; this machine's when the
+ * answer has no valid `Date`). Undefined when there is none or it is not valid; 0 for a date passed.
+ */
+export function retryAfterMs(retryAfter: string | null, date: string | null, now = Date.now()): number | undefined {
+  const value = retryAfter?.trim();
+  if (value === undefined || value === '') return undefined;
+  if (/^\d+$/.test(value)) return Math.min(Number(value) * 1000, Number.MAX_SAFE_INTEGER);
+  const at = parseHttpDate(value, now);
+  if (at === undefined) return undefined;
+  const sent = date === null ? undefined : parseHttpDate(date.trim(), now);
+  return Math.max(0, at - (sent ?? now));
+}
+
+/**
+ * The wait before the retry after the `failure`th transient failure (from 0): the backoff, or, when the
+ * answer said `Retry-After`, at least that, doubled on each later failure (docs/partners.md §6: "wait at
+ * least that long, longer as failures repeat"; 2 s then 4 s for the service's `Retry-After: 2`). Never
+ * more than MAX_RETRY_WAIT_MS.
+ */
+export function retryWaitMs(backoffMs: number, retryAfter: number | undefined, failure: number): number {
+  if (retryAfter === undefined) return backoffMs;
+  return Math.min(MAX_RETRY_WAIT_MS, Math.max(backoffMs, retryAfter * 2 ** failure));
+}
+
 /** TLS failures that mean "no trusted chain", as Node.js names them. */
 const UNTRUSTED_CERTIFICATE = new Set([
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -693,10 +760,16 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
       continue;
     }
     if (RETRYABLE_STATUSES.has(status)) {
-      const retryIn = options.retryDelaysMs[transient++];
-      if (retryIn !== undefined) {
+      const failure = transient++;
+      const backoff = options.retryDelaysMs[failure];
+      if (backoff !== undefined) {
+        // The service's nothing-submitted 502 says `Retry-After: 2` (docs/contract.md §2.5); its outcome-unknown 502
+        // says none and gets the backoff: resending it is safe only because this client always sends a key.
+        const asked = retryAfterMs(response.headers.get('retry-after'), response.headers.get('date'));
+        const retryIn = retryWaitMs(backoff, asked, failure);
+        const because = asked === undefined ? '' : ` (Retry-After: ${response.headers.get('retry-after')})`;
         log(
-          `attempt ${attempts}: ${status} ${response.statusText} (X-Request-Id ${requestId ?? '-'}); retrying in ${retryIn / 1000} s with the same Idempotency-Key`,
+          `attempt ${attempts}: ${status} ${response.statusText} (X-Request-Id ${requestId ?? '-'}); retrying in ${retryIn / 1000} s${because} with the same Idempotency-Key`,
         );
         await sleep(retryIn);
         continue;

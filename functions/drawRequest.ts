@@ -11,18 +11,8 @@ import type { Config, ConfigError } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
-import {
-  KEY_EXPIRED,
-  KEY_REUSED,
-  batchHash,
-  judgeKey,
-  readIdempotencyKey,
-  recordedRow,
-  settleHeld,
-  type KeyRecord,
-  type KeyedBatch,
-  type PriorDraw,
-} from '../lib/idempotency';
+import { batchHash, readIdempotencyKey } from '../lib/idempotency';
+import { KeyedBatches, type BatchPlan } from '../lib/keyedBatch';
 import { DETAILS, type ElementError } from '../lib/problem';
 import { readDrawRequests, type DrawRequest } from '../lib/requestBody';
 import { DEFAULT_TIMEOUTS, TableStore, drawDay, type HeldKey, type StoreResult, type StoreTimeouts } from '../lib/store';
@@ -65,6 +55,7 @@ export function createDependencies(config: Config, options: WiringOptions = {}):
 
 export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
   const { config, authenticator, partners, store, now, telemetry } = deps;
+  const keyedBatches = new KeyedBatches(store, now);
 
   async function handle(request: HttpRequest, outcome: InvocationOutcome): Promise<HttpResponseInit> {
     // 1. Authentication: a verified app token, then its client looked up as a partner.
@@ -109,7 +100,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     const keyed = idempotency.key === undefined ? undefined : { key: idempotency.key, hash: batchHash(body.requests), partnerId: partner.partnerId };
     let plan: BatchPlan = { day: today, drawn: state.value.drawnToday };
     if (keyed !== undefined) {
-      const keyPlan = await planKeyed(outcome, keyed, held.value, at, plan, loanNumbers);
+      const keyPlan = await keyedBatches.plan(outcome, keyed, held.value, at, plan, loanNumbers);
       if ('response' in keyPlan) return keyPlan.response;
       plan = keyPlan;
     }
@@ -119,16 +110,16 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     }
     // A batch that holds its key passed the rules when it took it: a later attempt completes that
     // submission as it was accepted, and storage decides (a loan drawn meanwhile is a lost race).
-    if (!plan.completes) {
+    if (plan.takenAt === undefined) {
       const verdict = applyDrawRules(body.requests, state.value.loans, plan.drawn, partner.partnerId);
       if (!verdict.accepted) return outcome.rejected(verdict.errors);
     }
 
     // 4. A keyed batch takes its key first: from then on every attempt of it commits the same rows to
     // the same day's partition, where storage lets one land. Then the atomic commit.
-    const taken = keyed === undefined || plan.take === undefined ? plan.day : await takeKey(outcome, keyed, plan, loanNumbers, at);
-    if (typeof taken !== 'string') return taken.response;
-    const day = taken;
+    const taken = keyed === undefined ? { day: plan.day } : await keyedBatches.take(outcome, keyed, plan, loanNumbers, at);
+    if ('response' in taken) return taken.response;
+    const { day } = taken;
     const rows = body.requests.map((r) => ({ loanNumber: r.loanNumber, amount: r.amount, requestor: r.requestor, batchIndex: r.index }));
     const commit = await outcome.timed(
       'commit',
@@ -136,7 +127,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     );
     if (!commit.ok && 'conflictIndex' in commit) {
       const lost = lostRace(body.requests[commit.conflictIndex]);
-      return keyed === undefined ? outcome.rejected([lost]) : twinOrLostRace(outcome, keyed, day, loanNumbers, lost);
+      return keyed === undefined ? outcome.rejected([lost]) : keyedBatches.lostCommit(outcome, keyed, day, loanNumbers, lost);
     }
     if (!commit.ok) return commit.outcomeUnknown ? outcome.outcomeUnknown(commit.failure) : outcome.storageFailed(commit.failure);
     return outcome.accepted(day);
@@ -147,84 +138,6 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     if (key === undefined) return NOTHING_HELD;
     const partner = await caller;
     return partner.ok ? store.readKeyRecord(partner.partnerId, key) : NOTHING_HELD;
-  }
-
-  /**
-   * What a keyed batch does given its key's record (docs/contract.md §9): a replay when it landed, a
-   * refusal when another batch holds the key, else the day to record it under and whether to take the key.
-   */
-  async function planKeyed(
-    outcome: InvocationOutcome,
-    keyed: KeyedBatch,
-    held: HeldKey | undefined,
-    at: Date,
-    todays: BatchPlan,
-    loanNumbers: readonly string[],
-  ): Promise<BatchPlan | { readonly response: HttpResponseInit }> {
-    const landedToday = recordedRow(keyed, todays.drawn.values());
-    if (landedToday !== undefined) return { response: outcome.replayed(landedToday.requestId) };
-    const verdict = judgeKey(keyed, held?.record, at);
-    if (verdict.kind === 'free') return { ...todays, take: { over: held?.etag } };
-    if (verdict.kind === 'mine' || verdict.kind === 'expiring') {
-      let rows = todays.drawn; // already searched for this batch's rows above
-      if (verdict.day !== todays.day) {
-        const read = await outcome.timed('read', store.readDraws(verdict.day, loanNumbers));
-        if (!read.ok) return { response: outcome.storageFailed(read.failure) };
-        const landed = recordedRow(keyed, read.value.values());
-        if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
-        rows = read.value;
-      }
-      // Past its lifetime a key's batch may not be completed any more, and not yet taken anew (KEY_GRACE_MS).
-      if (verdict.kind === 'expiring') return { response: outcome.rejected([KEY_EXPIRED]) };
-      return { day: verdict.day, drawn: rows, completes: true };
-    }
-    // Held by another batch: free only when that batch can never land.
-    const { record: holder, etag } = held as Required<HeldKey>;
-    const rows = await outcome.timed('read', store.readDraws(holder.day, holder.loanNumbers));
-    if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
-    if (settleHeld(holder, rows.value.values()) !== 'never') return { response: outcome.rejected([KEY_REUSED]) };
-    return { ...todays, take: { over: etag } };
-  }
-
-  /**
-   * Takes the key for this batch and its business day; answers the day to commit into. Taken
-   * meanwhile by a twin of this batch: the twin's day, where at most one of the two lands. By another
-   * batch: the key is bound to it.
-   */
-  async function takeKey(
-    outcome: InvocationOutcome,
-    keyed: KeyedBatch,
-    plan: BatchPlan,
-    loanNumbers: readonly string[],
-    at: Date,
-  ): Promise<string | { readonly response: HttpResponseInit }> {
-    const record: KeyRecord = { ...keyed, day: plan.day, loanNumbers: [...new Set(loanNumbers)], requestId: outcome.requestId, takenAt: at };
-    const taken = await outcome.timed('commit', store.takeKey(record, plan.take?.over));
-    if (taken.ok) return plan.day;
-    if ('failure' in taken) return { response: outcome.storageFailed(taken.failure) };
-    const current = await outcome.timed('read', store.readKeyRecord(keyed.partnerId, keyed.key));
-    if (!current.ok) return { response: outcome.storageFailed(current.failure) };
-    const winner = current.value?.record;
-    if (winner === undefined || winner.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
-    return winner.day;
-  }
-
-  /**
-   * A keyed batch lost the commit to an existing row. If that row is its own twin's (the same batch
-   * and key, sent concurrently or retried), the batch landed: answer as a replay. Otherwise it lost a race.
-   */
-  async function twinOrLostRace(
-    outcome: InvocationOutcome,
-    keyed: KeyedBatch,
-    day: string,
-    loanNumbers: readonly string[],
-    lost: ElementError,
-  ): Promise<HttpResponseInit> {
-    const rows = await outcome.timed('read', store.readDraws(day, loanNumbers));
-    // Without the rows nobody can say whether the twin recorded the batch; a retry with the key will.
-    if (!rows.ok) return outcome.outcomeUnknown(rows.failure);
-    const landed = recordedRow(keyed, rows.value.values());
-    return landed === undefined ? outcome.rejected([lost]) : outcome.replayed(landed.requestId);
   }
 
   return async function drawRequest(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
@@ -248,17 +161,6 @@ export function createMisconfiguredHandler(error: ConfigError, telemetry: Teleme
 }
 
 const NOTHING_HELD: StoreResult<undefined> = { ok: true, value: undefined };
-
-/**
- * Where a batch is recorded: the business day and that day's rows of its loans; for a keyed batch free
- * to take its key, over which record (its ETag); `completes` when the batch already holds its key.
- */
-interface BatchPlan {
-  readonly day: string;
-  readonly drawn: ReadonlyMap<string, PriorDraw>;
-  readonly take?: { readonly over?: string };
-  readonly completes?: boolean;
-}
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */
 function refusedPartner(outcome: InvocationOutcome, partner: Exclude<PartnerResult, { ok: true }>): HttpResponseInit {

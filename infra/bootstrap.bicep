@@ -4,7 +4,12 @@
 // here, names the repository and the GitHub environment (or the pull request) it comes from.
 //
 //   az deployment sub create -l <region> -f infra/bootstrap.bicep \
-//     -p environmentName=<dev|prod> githubRepository=<owner>/<repo>
+//     -p environmentName=<dev|prod> githubRepository=<owner>/<repo> \
+//        githubOwnerId=<owner id> githubRepositoryId=<repository id> githubSubjectFormat=<both|immutable|legacy>
+//
+// The ids and the subject format come from GitHub (docs/deploy.md, "Which subject GitHub sends"):
+//   gh api repos/<owner>/<repo> --jq '.full_name, .owner.id, .id'
+//   gh api repos/<owner>/<repo>/actions/oidc/customization/sub
 //
 // Needs Owner on the subscription and, for the Microsoft Graph permissions, Privileged Role
 // Administrator in the tenant. Everything else is deployed by the pipeline as that identity. A first run
@@ -22,8 +27,28 @@ param environmentName string
 @description('Region of the environment\'s resource group (one that offers Flex Consumption).')
 param location string = deployment().location
 
-@description('GitHub repository the pipeline runs in: owner/name.')
+@description('GitHub repository the pipeline runs in: owner/name, spelled as GitHub spells it (full_name).')
 param githubRepository string
+
+@description('Numeric id of the repository\'s owner: gh api repos/<owner>/<repo> --jq .owner.id')
+@minLength(1)
+param githubOwnerId string
+
+@description('Numeric id of the repository: gh api repos/<owner>/<repo> --jq .id')
+@minLength(1)
+param githubRepositoryId string
+
+// Both by default: a repository's form changes without notice to Azure (an opt-in, a rename, a
+// transfer), and credentials for only the form it used to send would stop signing the pipeline in.
+// Narrow it to immutable once the repository sends that form (docs/decisions.md, "GitHub's immutable
+// OIDC subjects").
+@description('Subject forms the identities trust: both, immutable (repo:owner@id/name@id) or legacy (repo:owner/name).')
+@allowed([
+  'both'
+  'immutable'
+  'legacy'
+])
+param githubSubjectFormat string = 'both'
 
 @description('Short name in resource names, as main.bicep\'s appName.')
 param appName string = 'drawreq'
@@ -106,6 +131,9 @@ module identities 'modules/pipelineIdentities.bicep' = {
     baseName: baseName
     location: location
     githubRepository: githubRepository
+    githubOwnerId: githubOwnerId
+    githubRepositoryId: githubRepositoryId
+    githubSubjectFormat: githubSubjectFormat
     environmentName: environmentName
     lockRoleId: lockRole.name
     whatIfRoleId: whatIfRole.name

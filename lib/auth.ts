@@ -74,6 +74,55 @@ export type AuthFailure =
 
 export type TokenResult = { readonly ok: true; readonly clientId: string; readonly claims: JWTPayload } | { readonly ok: false; readonly failure: AuthFailure };
 
+/** A background refresh of the provider's metadata or key set that failed: recorded, never thrown. */
+export interface RefreshFailure {
+  readonly code: IdentityProviderFailureCode;
+  /** When it failed, on the authenticator's clock (milliseconds since the epoch). */
+  readonly at: number;
+}
+
+/**
+ * Refreshes something held while requests keep using it: at most one refresh at a time, and none for
+ * `retryAfterFailureMs` after a failure, so an outage costs the provider one request per period and no
+ * request a wait. The request that started a refresh has its answer from what is held, so a refresh
+ * never rejects into it: a failure is caught and handed to `onFailure`.
+ */
+export class BackgroundRefresh {
+  private running = false;
+  private failedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly now: () => number,
+    private readonly retryAfterFailureMs: number,
+    private readonly onFailure: (at: number) => void,
+  ) {}
+
+  /** Within `retryAfterFailureMs` of the last failure, in the background or awaited by a request. */
+  backingOff(): boolean {
+    return this.now() - this.failedAt < this.retryAfterFailureMs;
+  }
+
+  /** A failed fetch that a request awaited: what is held then answers for a while without asking again. */
+  failed(): void {
+    this.failedAt = this.now();
+  }
+
+  /** Starts `refresh` unless one is running or a failure is recent, and returns at once. */
+  start(refresh: () => Promise<unknown>): void {
+    if (this.running || this.backingOff()) return;
+    this.running = true;
+    // Through a new promise, so that a refresh throwing before its first await is caught as well.
+    void new Promise((resolve) => resolve(refresh()))
+      .catch(() => {
+        this.failed();
+        this.onFailure(this.failedAt);
+      })
+      .finally(() => {
+        this.running = false;
+      });
+  }
+}
+
 /** Thrown inside the key resolver so jose's own failures stay distinguishable from the provider's. */
 class IdentityProviderUnavailable extends Error {
   constructor(
@@ -125,8 +174,10 @@ const CLIENT_ID = /^[^/\\#?\p{Cc}]{1,256}$/u;
 
 export class Authenticator {
   private keys?: ProviderKeys;
+  /** The first metadata fetch, which requests wait for: nothing is held before it. */
   private loading?: Promise<ProviderKeys>;
-  private refreshFailedAt = Number.NEGATIVE_INFINITY;
+  private readonly metadataRefresh: BackgroundRefresh;
+  private refreshFailure?: RefreshFailure;
   private readonly verified: VerifiedTokens<TokenResult>;
   private readonly providerFetch: typeof fetch;
 
@@ -139,6 +190,19 @@ export class Authenticator {
   ) {
     this.verified = new VerifiedTokens(config.clockToleranceSeconds);
     this.providerFetch = tracedFetch('identity-provider', fetchImpl);
+    this.metadataRefresh = new BackgroundRefresh(now, timings.retryAfterFailureMs, (at) => this.recordRefreshFailure('ERR_IDP_METADATA', at));
+  }
+
+  /**
+   * The last background refresh that failed. No request saw it (each was answered from what was held);
+   * the fetch itself is in telemetry as a failed identity-provider dependency.
+   */
+  lastRefreshFailure(): RefreshFailure | undefined {
+    return this.refreshFailure;
+  }
+
+  private recordRefreshFailure(code: IdentityProviderFailureCode, at: number): void {
+    this.refreshFailure = { code, at };
   }
 
   async verify(authorization: string | null | undefined): Promise<TokenResult> {
@@ -211,18 +275,7 @@ export class Authenticator {
       });
       return this.loading;
     }
-    const stale = this.now() - current.fetchedAt >= this.timings.metadataMaxAgeMs;
-    const backingOff = this.now() - this.refreshFailedAt < this.timings.retryAfterFailureMs;
-    if (stale && !backingOff && this.loading === undefined) {
-      this.loading = this.loadKeys(current)
-        .catch(() => {
-          this.refreshFailedAt = this.now();
-          return current;
-        })
-        .finally(() => {
-          this.loading = undefined;
-        });
-    }
+    if (this.now() - current.fetchedAt >= this.timings.metadataMaxAgeMs) this.metadataRefresh.start(() => this.loadKeys(current));
     return current;
   }
 
@@ -237,7 +290,10 @@ export class Authenticator {
     const ofTenant = (issuer: string) => (tenantId === undefined ? issuer : withTenant(issuer, tenantId));
     const metadataIssuer = ofTenant(v2.issuer);
     const issuers = allowedIssuers ?? [metadataIssuer, ...(v1 === undefined ? [] : [ofTenant(v1.issuer)])];
-    const resolver = previous?.jwksUri === jwksUri ? previous.resolver : keyResolver(new URL(jwksUri), this.timings, this.now, this.providerFetch);
+    const resolver =
+      previous?.jwksUri === jwksUri
+        ? previous.resolver
+        : keyResolver(new URL(jwksUri), this.timings, this.now, this.providerFetch, (at) => this.recordRefreshFailure('ERR_IDP_JWKS', at));
     const verifyOptions: JWTVerifyOptions = {
       issuer: [...issuers],
       audience: audienceForms(this.config.audiences),
@@ -266,10 +322,18 @@ export class Authenticator {
 
 /**
  * jose's remote key set (cached; refetched on an unknown kid after its cooldown), made to tell
- * "the provider is down" apart from "no such key", and to keep verifying with the keys it holds
- * while the provider is down, without waiting on it again for a while after a failure.
+ * "the provider is down" apart from "no such key", and to verify with the keys it holds whenever they
+ * have the token's key: a set past its cache age is reloaded in the background (jose's `reload()`),
+ * as the metadata is, instead of jose's awaited reload, which made a request wait up to the fetch
+ * timeout once per back-off period while the provider hung.
  */
-function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number, providerFetch: typeof fetch): KeyResolver {
+function keyResolver(
+  jwksUri: URL,
+  timings: ProviderTimings,
+  now: () => number,
+  providerFetch: typeof fetch,
+  onRefreshFailure: (at: number) => void,
+): KeyResolver {
   let version = 0;
   const remote = createRemoteJWKSet(jwksUri, {
     timeoutDuration: timings.fetchTimeoutMs,
@@ -280,8 +344,7 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number, 
       return providerFetch(...args);
     },
   });
-  let failedAt = Number.NEGATIVE_INFINITY;
-  const backingOff = () => now() - failedAt < timings.retryAfterFailureMs;
+  const refresh = new BackgroundRefresh(now, timings.retryAfterFailureMs, onRefreshFailure);
   // The verifier of the key set last read, rebuilt only when the set's content changes.
   let local: { readonly json: string; readonly getKey: JWTVerifyGetKey } | undefined;
   /**
@@ -305,14 +368,31 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number, 
       throw new IdentityProviderUnavailable('ERR_IDP_JWKS');
     }
   };
+  /** The token's key from the held set, or undefined when that set cannot give it (none held yet, kid not in it …). */
+  const fromHeldSet = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
+    if (remote.jwks() === undefined) return undefined;
+    try {
+      return await fromSnapshot(header, token);
+    } catch {
+      return undefined;
+    }
+  };
   const find = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
-    if (backingOff() && remote.jwks() !== undefined) return fromHeldKeys(header, token);
+    const held = await fromHeldSet(header, token);
+    if (held !== undefined) {
+      // However old the set, its key verifies now; a set past its cache age is refetched meanwhile.
+      if (!remote.fresh && !remote.reloading) refresh.start(() => remote.reload());
+      return held;
+    }
+    // A kid the held set lacks may be a rotation: jose refetches (after its cooldown) and the request
+    // waits for the answer, unless the provider failed just now, when only it could tell (502).
+    if (refresh.backingOff() && remote.jwks() !== undefined) return fromHeldKeys(header, token);
     try {
       // jose's cache, cooldown and refetch on an unknown kid decide which set is held.
       await remote(header, token);
     } catch (error) {
       if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) throw error;
-      failedAt = now();
+      refresh.failed();
       return fromHeldKeys(header, token);
     }
     return fromSnapshot(header, token);
@@ -326,5 +406,5 @@ function keyResolver(jwksUri: URL, timings: ProviderTimings, now: () => number, 
     };
     return { getKey, keyIssuers: () => keyIssuers };
   };
-  return { forOneToken, keySetVersion: () => (remote.reloading || !remote.fresh || backingOff() ? undefined : version) };
+  return { forOneToken, keySetVersion: () => (remote.reloading || !remote.fresh || refresh.backingOff() ? undefined : version) };
 }

@@ -88,33 +88,53 @@ export interface KeyRecord {
 export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 /**
- * After the lifetime, how long before the record may be taken over. An attempt of the bound batch
- * judged just before the lifetime ended may still be committing into the key's day (its reads, take and
- * commit are bounded at seconds), its transaction may reach storage late, and instances' clocks differ:
- * no take-over may start until all of that is surely over.
+ * After the lifetime, how long until no attempt of the key's batch can still land. An attempt judged just
+ * before the lifetime ended may still be committing into the key's day, its transaction may reach storage
+ * late, and instances' clocks differ. Inside the grace an unrecorded batch's outcome is not known yet;
+ * after it, its key's day is final (docs/contract.md §9).
  */
 export const KEY_GRACE_MS = 10 * 60 * 1000;
+
+/**
+ * The latest moment, by this instance's clock, at which an attempt may start committing a batch under a
+ * key taken at `takenAt`: halfway through the grace. An attempt judged inside the lifetime that stalled
+ * (a slow read, a paused process) past it does not commit; the other half of the grace covers a commit
+ * already started (bounded at seconds, StoreTimeouts) and the difference between instances' clocks.
+ */
+export function lastCommitStart(takenAt: Date): number {
+  return takenAt.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS / 2;
+}
+
+/** When the key's batch is settled for good: no attempt of it can land after this. */
+export function settledAt(takenAt: Date): number {
+  return takenAt.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS;
+}
 
 export type KeyVerdict =
   /** No record that binds: the batch may take the key once the draw rules accept it. */
   | { readonly kind: 'free' }
   /** Taken by this very batch: its rows in the key's day decide, and a new attempt completes it in that day. */
-  | { readonly kind: 'mine'; readonly day: string }
-  /** Taken by this batch, but the lifetime is over and the grace not yet: a replay if it landed, else refused. */
-  | { readonly kind: 'expiring'; readonly day: string }
+  | { readonly kind: 'mine'; readonly day: string; readonly takenAt: Date }
+  /** Taken by this batch, its lifetime over and its grace not: a replay if it landed, else not known yet. */
+  | { readonly kind: 'expiring'; readonly day: string; readonly takenAt: Date }
+  /** Taken by this batch, grace over: a replay if it landed in the key's day, else it never will (expired). */
+  | { readonly kind: 'expired'; readonly day: string }
   /** Taken by another batch: whether that batch landed, or can never land, decides (see settleHeld). */
   | { readonly kind: 'held' };
 
 /**
  * What a key's record means for this batch; `now` is when the request was judged. An unreadable record
- * (`undefined` with a record present) binds nothing and is replaced like an expired one.
+ * (`undefined` with a record present) binds nothing and is replaced like an expired one. Past the grace
+ * the key binds nothing for another batch; for its own batch it still names the day to look in, so
+ * that a late retry finds its rows rather than records the batch again.
  */
 export function judgeKey(batch: KeyedBatch, record: KeyRecord | undefined, now: Date): KeyVerdict {
   if (record === undefined) return { kind: 'free' };
   const age = now.getTime() - record.takenAt.getTime();
-  if (age >= KEY_LIFETIME_MS + KEY_GRACE_MS) return { kind: 'free' };
-  if (record.hash !== batch.hash) return { kind: 'held' };
-  return age < KEY_LIFETIME_MS ? { kind: 'mine', day: record.day } : { kind: 'expiring', day: record.day };
+  if (record.hash !== batch.hash) return age >= KEY_LIFETIME_MS + KEY_GRACE_MS ? { kind: 'free' } : { kind: 'held' };
+  if (age < KEY_LIFETIME_MS) return { kind: 'mine', day: record.day, takenAt: record.takenAt };
+  if (age < KEY_LIFETIME_MS + KEY_GRACE_MS) return { kind: 'expiring', day: record.day, takenAt: record.takenAt };
+  return { kind: 'expired', day: record.day };
 }
 
 /** The row, among these, that this batch recorded under its key (the rows land atomically: one proves all). */

@@ -5,10 +5,11 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { AuthFailure, UnauthorizedCode } from './auth';
 import type { ConfigError } from './config';
-import { accepted, badRequest, dependencyFailed, internalError, unauthorized, type ElementError } from './problem';
+import { accepted, badRequest, dependencyFailed, internalError, outcomePending, unauthorized, type ElementError } from './problem';
 import type { StorageFailure } from './store';
 import {
   COMMIT_OUTCOME_UNKNOWN,
+  KEY_OUTCOME_PENDING,
   MISCONFIGURED,
   type BatchRecord,
   type DataQualityDimension,
@@ -89,6 +90,19 @@ export class InvocationOutcome {
     this.context.error(`DrawRequest outcome unknown: table storage ${detail}; the batch may have been recorded`);
     this.finish('DependencyFailed', COMMIT_OUTCOME_UNKNOWN, detail);
     return dependencyFailed(this.requestId, true);
+  }
+
+  /**
+   * A keyed batch not found in its key's day while an earlier attempt of it may still land (docs/contract.md
+   * §9): the partner is told the outcome is not known yet, and when it will be.
+   */
+  outcomePending(day: string, settlesAt: number, now: number): HttpResponseInit {
+    const until = new Date(settlesAt).toISOString();
+    this.context.warn(
+      `DrawRequest outcome not known yet: Idempotency-Key ${this.idempotencyKey} of partner ${this.partnerId} is past its 24 hours and its batch is not in ${day}; an earlier attempt may land until ${until}`,
+    );
+    this.finish('DependencyFailed', KEY_OUTCOME_PENDING, `day ${day} until ${until}`);
+    return outcomePending(this.requestId, Math.max(1, Math.ceil((settlesAt - now) / 1000)));
   }
 
   rejected(errors: readonly ElementError[]): HttpResponseInit {

@@ -132,6 +132,15 @@ export function dependencyFailed(requestId: string, outcomeUnknown = false): Htt
   return problem(502, requestId, GENERIC_DETAILS[502], {}, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
 }
 
+/**
+ * 502 for a keyed batch whose earlier attempt may still land (its key in its grace, docs/contract.md §9): the
+ * outcome-unknown detail, and `Retry-After` the seconds until the outcome is final. Only a keyed request gets
+ * it, so a client that resends by itself after `Retry-After` resends under the same key, which is safe.
+ */
+export function outcomePending(requestId: string, retryAfterSeconds: number): HttpResponseInit {
+  return problem(502, requestId, OUTCOME_UNKNOWN_DETAIL, {}, { 'Retry-After': String(retryAfterSeconds) });
+}
+
 export function internalError(requestId: string): HttpResponseInit {
   return problem(500, requestId, GENERIC_DETAILS[500]);
 }

@@ -26,7 +26,7 @@ export interface BatchRecord {
   /**
    * Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …, the error's name for a defect,
    * MISCONFIGURED for an instance with invalid settings, COMMIT_OUTCOME_UNKNOWN for a commit storage may
-   * have applied): the reason the caller is not told.
+   * have applied, KEY_OUTCOME_PENDING for a key's batch whose outcome is not known yet): the reason the caller is not told.
    */
   readonly reason?: string;
   /** The failing claim or storage operation; for a replay the request id that landed the batch; for MISCONFIGURED the settings' problems; for COMMIT_OUTCOME_UNKNOWN the operation, code and status. */
@@ -40,6 +40,11 @@ export interface BatchRecord {
 export const MISCONFIGURED = 'Misconfigured';
 /** The reason of a 502 whose commit storage may have applied: the batch may have been recorded (docs/contract.md §2.1). */
 export const COMMIT_OUTCOME_UNKNOWN = 'CommitOutcomeUnknown';
+/**
+ * The reason of a 502 for a keyed batch in its key's grace, not found in the key's day: an earlier attempt
+ * may still land, so its outcome is not known yet (docs/contract.md §9).
+ */
+export const KEY_OUTCOME_PENDING = 'KeyOutcomePending';
 
 export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
 

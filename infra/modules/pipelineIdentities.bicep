@@ -10,8 +10,24 @@ param baseName string
 @description('Azure region.')
 param location string
 
-@description('owner/name of the GitHub repository.')
+@description('owner/name of the GitHub repository, spelled as GitHub spells it (subjects are compared case-sensitively).')
 param githubRepository string
+
+@description('Numeric id of the repository\'s owner: gh api repos/<owner>/<repo> --jq .owner.id')
+@minLength(1)
+param githubOwnerId string
+
+@description('Numeric id of the repository: gh api repos/<owner>/<repo> --jq .id')
+@minLength(1)
+param githubRepositoryId string
+
+@description('Which form of the subject claim the identities trust: legacy (repo:owner/name), immutable (repo:owner@id/name@id) or both (docs/deploy.md, "Which subject GitHub sends").')
+@allowed([
+  'both'
+  'immutable'
+  'legacy'
+])
+param githubSubjectFormat string
 
 @description('Environment name; also the GitHub environment the deploy job runs in.')
 param environmentName string
@@ -25,6 +41,38 @@ param whatIfRoleId string
 // GitHub's OpenID Connect issuer and the audience Microsoft Entra ID expects for the token exchange.
 var githubIssuer = 'https://token.actions.githubusercontent.com'
 var exchangeAudience = 'api://AzureADTokenExchange'
+
+// GitHub's two spellings of this repository at the start of a token's subject: the names alone
+// (repositories created before 15 July 2026 that have not opted in), or each name followed by @ and its
+// immutable numeric id (newer repositories, opted-in ones, and any renamed or transferred since). Entra
+// matches a subject exactly, without wildcards, so each spelling needs a credential of its own. int()
+// makes a deployment given a name instead of an id fail, rather than create a credential nothing matches.
+var repositoryParts = split(githubRepository, '/')
+var legacyPrefix = 'repo:${githubRepository}'
+var immutablePrefix = 'repo:${repositoryParts[0]}@${string(int(githubOwnerId))}/${repositoryParts[1]}@${string(int(githubRepositoryId))}'
+// The legacy credentials keep the names they always had, so that re-running the bootstrap of an
+// environment set up before this change finds them rather than adding a duplicate subject.
+var legacyForm = {
+  prefix: legacyPrefix
+  nameSuffix: ''
+}
+var immutableForm = {
+  prefix: immutablePrefix
+  nameSuffix: '-immutable'
+}
+var subjectFormsByFormat = {
+  both: [
+    legacyForm
+    immutableForm
+  ]
+  immutable: [
+    immutableForm
+  ]
+  legacy: [
+    legacyForm
+  ]
+}
+var subjectForms = subjectFormsByFormat[githubSubjectFormat]
 
 // Built-in roles (the same in every tenant).
 var contributor = 'b24988ac-6180-42a0-ab88-20f7382dd24c'
@@ -44,34 +92,42 @@ resource deploy 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = 
   location: location
 }
 
-resource deployFromEnvironment 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = {
-  parent: deploy
-  name: 'github-environment-${environmentName}'
-  properties: {
-    issuer: githubIssuer
-    subject: 'repo:${githubRepository}:environment:${environmentName}'
-    audiences: [
-      exchangeAudience
-    ]
+// One credential per subject form, written one at a time: Entra refuses (409) concurrent writes of
+// federated credentials under the same identity.
+@batchSize(1)
+resource deployFromEnvironment 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
+  for form in subjectForms: {
+    parent: deploy
+    name: 'github-environment-${environmentName}${form.nameSuffix}'
+    properties: {
+      issuer: githubIssuer
+      subject: '${form.prefix}:environment:${environmentName}'
+      audiences: [
+        exchangeAudience
+      ]
+    }
   }
-}
+]
 
 resource plan 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
   name: 'id-${baseName}-plan'
   location: location
 }
 
-resource planFromPullRequests 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = {
-  parent: plan
-  name: 'github-pull-requests'
-  properties: {
-    issuer: githubIssuer
-    subject: 'repo:${githubRepository}:pull_request'
-    audiences: [
-      exchangeAudience
-    ]
+@batchSize(1)
+resource planFromPullRequests 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
+  for form in subjectForms: {
+    parent: plan
+    name: 'github-pull-requests${form.nameSuffix}'
+    properties: {
+      issuer: githubIssuer
+      subject: '${form.prefix}:pull_request'
+      audiences: [
+        exchangeAudience
+      ]
+    }
   }
-}
+]
 
 resource deployContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(resourceGroup().id, deploy.id, contributor)

@@ -4,13 +4,22 @@
  * secret, scope) are what gets a token; then its retry policy against a scripted server.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFromEnv, formatOutcome, parseDrawFile, submitDraws, type ClientConfig, type DrawBatch, type SubmitResult } from '../../examples/submit-draws';
-import { spawnDevHost, type DevHostProcess } from '../support/devHostProcess';
-import { freePort } from '../../dev/azurite';
+import {
+  MAX_RETRY_WAIT_MS,
+  configFromEnv,
+  formatOutcome,
+  parseDrawFile,
+  submitDraws,
+  type ClientConfig,
+  type DrawBatch,
+  type SubmitResult,
+} from '../../examples/submit-draws';
+import { RETRY_AFTER_SECONDS } from '../../lib/problem';
+import { spawnDevHostOnFreePort, type DevHostProcess } from '../support/devHostProcess';
 import { DEMO_TENANT_ID } from '../../dev/demoData';
 import { trustingFetch } from '../support/localCa';
 
@@ -60,16 +69,8 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     if (!existsSync(EXAMPLE_ENTRY)) throw new Error(`${EXAMPLE_ENTRY} is missing: run \`npm run build\` (npm test does)`);
     dir = mkdtempSync(join(tmpdir(), 'example-'));
     // A fixed port, as `npm start` has: its embedded provider then listens on the next one, where the client looks.
-    // Either port may be taken by another test's listener between the probe and the start: then try other ports.
-    let port = 0;
-    for (let attempt = 1; host === undefined; attempt += 1) {
-      port = await freePort();
-      try {
-        host = await spawnDevHost({ PORT: String(port) });
-      } catch (error) {
-        if (attempt === 3 || !String(error).includes('EADDRINUSE')) throw error;
-      }
-    }
+    let port: number;
+    ({ host, port } = await spawnDevHostOnFreePort());
     caCertPath = /its certificate authority: (\S+)/.exec(host.output())?.[1] ?? '';
     combinedPath = /\(both in (\S+)\)/.exec(host.output())?.[1] ?? '';
     env = { DRAWS_BASE_URL: host.url.replace(/\/DrawRequest$/, ''), NODE_EXTRA_CA_CERTS: caCertPath };
@@ -228,6 +229,8 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
 
 interface Recorded {
   readonly path: string;
+  /** performance.now() when the request had arrived whole, just before it was answered. */
+  readonly at: number;
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
 }
@@ -263,7 +266,7 @@ describe('retries (docs/partners.md §6) against a scripted server', () => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
-        requests.push({ path: req.url ?? '', headers: req.headers, body });
+        requests.push({ path: req.url ?? '', at: performance.now(), headers: req.headers, body });
         if (req.url === '/token') {
           const scripted = tokenAnswers.shift();
           if (scripted) return scripted(res, req);
@@ -328,6 +331,46 @@ describe('retries (docs/partners.md §6) against a scripted server', () => {
     expect(report).toContain('Bad Gateway: A service this API depends on is unavailable');
     expect(report).toContain('--idempotency-key key-2');
   });
+
+  /** A timer may fire a millisecond or so before performance.now() says its time is up; a wait of 1 s where 2 s were asked is what must fail. */
+  const TIMER_SLACK_MS = 50;
+  const gaps = () => {
+    const at = posts().map((p) => p.at);
+    return at.slice(1).map((t, i) => t - at[i]);
+  };
+  const nothingSubmitted = { title: 'Bad Gateway', status: 502, detail: 'A service this API depends on is unavailable; nothing was submitted. Retry later.' };
+
+  test('a 502 with `Retry-After` in seconds, as docs/partners.md §6 says the service sends it: each retry waits at least that, longer as failures repeat', async () => {
+    const row = /^\| `502` \|.*$/m.exec(readFileSync(join(ROOT, 'docs', 'partners.md'), 'utf8'))?.[0] ?? '';
+    const seconds = Number(/`Retry-After: (\d+)`/.exec(row)?.[1]);
+    expect(seconds).toBe(RETRY_AFTER_SECONDS); // the page says what lib/problem.ts sends
+    expect(row).toContain('up to a minute');
+    expect(MAX_RETRY_WAIT_MS).toBe(60_000);
+    const retryAfter = { 'Retry-After': String(seconds) };
+    script = [answer(502, retryAfter, nothingSubmitted), answer(502, retryAfter, nothingSubmitted), answer(204)];
+    const result = await run('key-retry-after');
+    expect(result).toMatchObject({ outcome: 'accepted', attempts: 3 });
+    const [first, second] = gaps();
+    // config's backoff is 20 ms and 40 ms: only Retry-After makes these waits.
+    expect(first).toBeGreaterThanOrEqual(seconds * 1000 - TIMER_SLACK_MS);
+    expect(second).toBeGreaterThanOrEqual(2 * seconds * 1000 - TIMER_SLACK_MS);
+    expect(first + second).toBeLessThan(MAX_RETRY_WAIT_MS);
+    expect(logs.filter((l) => l.includes(`retrying in ${seconds} s (Retry-After: ${seconds}) with the same Idempotency-Key`))).toHaveLength(1);
+    expect(new Set(posts().map((p) => p.headers['idempotency-key']))).toEqual(new Set(['key-retry-after']));
+  }, 30_000);
+
+  test("a 502 with `Retry-After` as an HTTP-date: waits until then, by the clock of the answer's `Date`", async () => {
+    const dated: Answer = (res, req) => {
+      const now = Date.now();
+      // Both whole seconds of one clock: the date asked for is 3 s after the answer's own Date.
+      answer(502, { Date: new Date(now).toUTCString(), 'Retry-After': new Date(now + 3000).toUTCString() }, nothingSubmitted)(res, req);
+    };
+    script = [dated, answer(204)];
+    const result = await run();
+    expect(result).toMatchObject({ outcome: 'accepted', attempts: 2 });
+    expect(gaps()[0]).toBeGreaterThanOrEqual(3000 - TIMER_SLACK_MS);
+    expect(gaps()[0]).toBeLessThan(MAX_RETRY_WAIT_MS);
+  }, 30_000);
 
   test('a dropped connection and a timeout are retried with the same key', async () => {
     script = [dropConnection, neverAnswer, answer(204, { 'Idempotent-Replay': 'true' })];

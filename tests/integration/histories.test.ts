@@ -6,13 +6,18 @@
  */
 import { Harness } from '../support/harness';
 import { describeHistory, prepareWorld, runHistory, type HistoryResult, type HistoryWorld } from '../support/histories';
-import { OUTCOME_UNKNOWN_DETAIL } from '../../lib/problem';
+import { DETAILS, OUTCOME_UNKNOWN_DETAIL } from '../../lib/problem';
 import type { Reply } from '../support/harness';
 
-/** 204, 204 replay, 400, and the two kinds of 502 (docs/contract.md §2.1). */
+/**
+ * 204, 204 replay, 400 (the expired key apart), and the kinds of 502 (docs/contract.md §2.1): nothing
+ * submitted, outcome unknown, and outcome not known yet (a key in its grace, with Retry-After, §9).
+ */
 function kindOf(reply: Reply): string {
   if (reply.status === 204) return reply.headers['idempotent-replay'] === 'true' ? '204 replay' : '204';
-  if (reply.status === 502) return reply.body?.detail === OUTCOME_UNKNOWN_DETAIL ? '502 outcome unknown' : '502 nothing submitted';
+  if (reply.status === 502 && reply.body?.detail !== OUTCOME_UNKNOWN_DETAIL) return '502 nothing submitted';
+  if (reply.status === 502) return reply.headers['retry-after'] === undefined ? '502 outcome unknown' : '502 outcome pending';
+  if (reply.status === 400 && reply.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyExpired) return '400 key expired';
   return String(reply.status);
 }
 
@@ -39,6 +44,8 @@ test(
     const failed: HistoryResult[] = [];
     let next = 0;
     let answers = 0;
+    let stepped = 0;
+    let acrossSteps = 0;
     const statuses: Record<string, number> = {};
     await Promise.all(
       Array.from({ length: PARALLEL }, async () => {
@@ -46,6 +53,8 @@ test(
           const index = next++;
           const result = await runHistory(world, seeds[index], index);
           answers += result.attempts.length;
+          if (result.clockSteps > 0) stepped += 1;
+          acrossSteps += result.acrossSteps;
           for (const a of result.attempts) {
             const s = a.reply === undefined ? '?' : kindOf(a.reply);
             statuses[s] = (statuses[s] ?? 0) + 1;
@@ -59,12 +68,19 @@ test(
     );
     // On-demand runs say what they exercised.
     if (process.env.HISTORIES !== undefined)
-      process.stdout.write(`${seeds.length} histories from seed ${firstSeed}: ${answers} answers ${JSON.stringify(statuses)}\n`);
+      process.stdout.write(
+        `${seeds.length} histories from seed ${firstSeed} (${stepped} across a key's lifetime and grace, ${acrossSteps} attempts in flight across a step): ${answers} answers ${JSON.stringify(statuses)}\n`,
+      );
     if (report.length > 0) throw new Error(`${failed.length} histories broke a promise:\n\n${report.join('\n\n')}`);
     // The histories must have exercised what they claim to: every kind of answer occurred.
     if (ONLY === undefined) {
       expect(answers).toBeGreaterThan(COUNT * 3);
       for (const s of ['204', '204 replay', '400', '502 nothing submitted', '502 outcome unknown']) expect(statuses[s]).toBeGreaterThan(0);
+      // …and reached the boundaries of a key's life: attempts in flight across its 24th hour and the end of
+      // its grace, a batch told its outcome is not known yet inside the grace, and one told the key expired after it.
+      expect(stepped).toBeGreaterThan(COUNT / 6);
+      expect(acrossSteps).toBeGreaterThan(0);
+      for (const s of ['502 outcome pending', '400 key expired']) expect(statuses[s]).toBeGreaterThan(0);
     }
   },
   Math.max(600_000, COUNT * 400),

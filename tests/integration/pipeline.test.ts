@@ -7,7 +7,10 @@
  * (tests/support/workflowRunner.ts); the calls each makes, in order and with their arguments, are the
  * assertions: what-if before create, infrastructure before code, dev before prod, the same package
  * everywhere, nothing written by a pull request, nothing of a run that is not a release downloaded, and a
- * smoke check that fails, naming the likely setting, when the deployed settings are wrong.
+ * smoke check that fails, naming the likely setting, when the deployed settings are wrong. Each sign-in
+ * presents the token GitHub would give the job and is accepted only if exactly one federated credential
+ * that infra/bootstrap.bicep gives that client id's identity matches it, as Microsoft Entra ID decides
+ * (tests/support/oidcTrust.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -16,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HttpResponseInit } from '@azure/functions';
 import { DETAILS, accepted, badRequest, dependencyFailed, unauthorized } from '../../lib/problem';
+import { bootstrapCredentials, matching, type FederatedCredential, type GitHubRepository, type OidcToken } from '../support/oidcTrust';
 import { StepFailed, runWorkflow, type RunRecord } from '../support/workflowRunner';
 
 const ROOT = join(__dirname, '..', '..');
@@ -30,12 +34,36 @@ const PARTNERS = {
   ],
   prod: [{ partnerId: 'PARTNER-001', clientAppId: '5c2a9e10-dddd-4eee-8fff-000011112222' }],
 } as const;
-const REPOSITORY = 'lender/draw-request-service';
+/** The repository the pipeline runs in, created after 15 July 2026: GitHub sends immutable subjects. */
+const REPOSITORY: GitHubRepository = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456', immutableSubject: true };
+/** Its owner/name: github.repository, and the full_name GitHub's REST API gives. */
+const FULL_NAME = `${REPOSITORY.owner}/${REPOSITORY.name}`;
 /** deploy.yml as GitHub's REST API gives it (GET /repos/{owner}/{repo}/actions/workflows/deploy.yml). */
 const DEPLOY_WORKFLOW = { id: 161335, name: 'deploy', path: '.github/workflows/deploy.yml', state: 'active' };
 /** The loan docs/contract.md §4.5 reserves for the smoke check, and its partner. */
 const SMOKE_LOAN = 9007199254740991;
 const SMOKE_PARTNER = 'DEPLOY-SMOKE-CHECK';
+
+/** The user-assigned identity each client id of TARGETS belongs to. */
+const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Object.fromEntries(
+  (['dev', 'prod'] as const).flatMap((env) => [
+    [TARGETS[env].deployClientId, { env, identity: `id-drawreq-${env}-deploy` }],
+    [TARGETS[env].planClientId, { env, identity: `id-drawreq-${env}-plan` }],
+  ]),
+);
+/** The bootstrap's federated credentials for this repository, by environment (githubSubjectFormat left to its default). */
+let CREDENTIALS: Record<'dev' | 'prod', FederatedCredential[]>;
+const bootstrapped = (env: 'dev' | 'prod', format?: string) =>
+  bootstrapCredentials({
+    environmentName: env,
+    githubRepository: FULL_NAME,
+    githubOwnerId: REPOSITORY.ownerId,
+    githubRepositoryId: REPOSITORY.id,
+    ...(format === undefined ? {} : { githubSubjectFormat: format }),
+  });
+beforeAll(async () => {
+  CREDENTIALS = { dev: await bootstrapped('dev'), prod: await bootstrapped('prod') };
+});
 
 interface Call {
   readonly args: string[];
@@ -155,7 +183,7 @@ function workspace(): Setup {
     JSON.stringify({ signedIn: { name: 'nobody', type: 'user' }, functionAppUrl: url, groups: ['rg-drawreq-dev', 'rg-drawreq-prod'], deployments: {} }),
   );
   const ghState = join(dir, 'gh-state.json');
-  writeFileSync(ghState, JSON.stringify({ repository: REPOSITORY, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {} }));
+  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {} }));
   writeFileSync(appConfig, JSON.stringify(appSettings(state)));
   rmSync(appLog, { force: true });
   return {
@@ -172,7 +200,7 @@ function workspace(): Setup {
 
 /** A workflow run as GitHub's REST API gives it (GET /repos/{owner}/{repo}/actions/runs/{run_id}): by default a release. */
 function ghRun(id: string, fields: Record<string, unknown> = {}): Record<string, unknown> {
-  const repository = { id: 700_001, name: 'draw-request-service', full_name: REPOSITORY, fork: false };
+  const repository = { id: Number(REPOSITORY.id), name: REPOSITORY.name, full_name: FULL_NAME, fork: false };
   return {
     id: Number(id),
     name: 'deploy',
@@ -196,6 +224,18 @@ function recordRun(setup: Setup, run: Record<string, unknown>): void {
   writeFileSync(setup.ghState, JSON.stringify(state));
 }
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * Microsoft Entra ID's side of azure/login: the token is exchanged for the client id's identity only if
+ * exactly one of that identity's federated credentials matches it; otherwise the sign-in fails with the
+ * error azure/login reports.
+ */
+function exchange(clientId: string, token: OidcToken, credentials: Record<'dev' | 'prod', FederatedCredential[]>): void {
+  const target = IDENTITIES[clientId];
+  const own = target === undefined ? [] : credentials[target.env].filter((c) => c.identity === target.identity);
+  if (matching(own, token).length !== 1)
+    throw new Error(`AADSTS700213: No matching federated identity record found for presented assertion subject '${token.sub}'.`);
+}
 
 function signIn(state: string, name: string, type: 'servicePrincipal' | 'user'): void {
   const current = JSON.parse(readFileSync(state, 'utf8')) as Record<string, unknown>;
@@ -235,7 +275,13 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
 });
 
 /** Runs deploy.yml for `event`; GitHub knows the run (in progress, then its conclusion) as the provenance check reads it. */
-function run(event: 'push' | 'pull_request' | 'workflow_dispatch', setup: Setup, runId: string, inputs?: Record<string, unknown>): RunRecord {
+function run(
+  event: 'push' | 'pull_request' | 'workflow_dispatch',
+  setup: Setup,
+  runId: string,
+  inputs?: Record<string, unknown>,
+  oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]> } = {},
+): RunRecord {
   const headBranch = event === 'pull_request' ? 'feature/clearer-rules' : 'main';
   recordRun(setup, ghRun(runId, { event, head_branch: headBranch, status: 'in_progress', conclusion: null }));
   let conclusion = 'failure';
@@ -245,12 +291,16 @@ function run(event: 'push' | 'pull_request' | 'workflow_dispatch', setup: Setup,
       event,
       inputs,
       runId,
-      repository: REPOSITORY,
       artifacts: setup.artifacts,
       env: standInEnv(setup),
       // The build's npm steps (Core Tools, .ci/run, npm run package) are proven by CI itself.
       skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
-      login: (clientId) => signIn(setup.state, clientId, 'servicePrincipal'),
+      repository: oidc.repository ?? REPOSITORY,
+      login: (clientId, token) => {
+        exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
+        oidc.tokens?.push([clientId, token.sub]);
+        signIn(setup.state, clientId, 'servicePrincipal');
+      },
     });
     conclusion = 'success';
     return record;
@@ -395,7 +445,7 @@ test("a rollback re-deploys an earlier run's artifact to the chosen environment:
   const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
   expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['prod-deploy-client', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
   // The run was read from GitHub (with deploy.yml's id) before its artifact was downloaded.
-  expect(ghCalls(setup)).toEqual([`api repos/${REPOSITORY}/actions/runs/903`, `api repos/${REPOSITORY}/actions/workflows/deploy.yml`]);
+  expect(ghCalls(setup)).toEqual([`api repos/${FULL_NAME}/actions/runs/903`, `api repos/${FULL_NAME}/actions/workflows/deploy.yml`]);
 });
 
 const ghCalls = (setup: Setup): string[] =>
@@ -447,7 +497,7 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     ["another workflow's run", { path: '.github/workflows/nightly.yml', workflow_id: 161_400 }, ['ERR_RUN_WORKFLOW']],
     [
       "a fork's pull request from its main",
-      { event: 'pull_request', head_repository: { id: 900_013, name: 'draw-request-service', full_name: 'mallory/draw-request-service', fork: true } },
+      { event: 'pull_request', head_repository: { id: 900_013, name: REPOSITORY.name, full_name: `mallory/${REPOSITORY.name}`, fork: true } },
       ['ERR_RUN_EVENT', 'ERR_RUN_FORK'],
     ],
     ['a run of another branch', { head_branch: 'release/2026-11' }, ['ERR_RUN_BRANCH']],
@@ -460,12 +510,12 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     const failure = refusal(() => run('workflow_dispatch', setup, '921', { environment: 'dev', run_id: '920', with_infrastructure: true }));
     expect(failure.step).toMatch(/^rollback > provenance: /);
     expect(refusalCodes(failure)).toEqual(codes);
-    expect(failure.stderr).toContain('run 920 is not a release of lender/draw-request-service; nothing of it is downloaded or deployed');
+    expect(failure.stderr).toContain(`run 920 is not a release of ${FULL_NAME}; nothing of it is downloaded or deployed`);
     // The deploy job never started: no download, no sign-in, no Azure call, the artifact's script never ran.
     expect(failure.record.steps.filter((s) => s.startsWith('rollback > deploy'))).toEqual([]);
     expect(existsSync(setup.log)).toBe(false);
     expect(existsSync(mark)).toBe(false);
-    expect(ghCalls(setup)).toEqual([`api repos/${REPOSITORY}/actions/runs/920`, `api repos/${REPOSITORY}/actions/workflows/deploy.yml`]);
+    expect(ghCalls(setup)).toEqual([`api repos/${FULL_NAME}/actions/runs/920`, `api repos/${FULL_NAME}/actions/workflows/deploy.yml`]);
   });
 
   test('a run GitHub does not know in this repository (another repository’s id) is refused', () => {
@@ -481,7 +531,7 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     const setup = workspace();
     const mark = plantArtifact(setup, '940');
     // The form of `path` GitHub's OpenAPI description shows: this repository's deploy.yml all the same.
-    recordRun(setup, ghRun('940', { path: `${REPOSITORY}/.github/workflows/deploy.yml@refs/heads/main` }));
+    recordRun(setup, ghRun('940', { path: `${FULL_NAME}/.github/workflows/deploy.yml@refs/heads/main` }));
     // The planted script deploys dev's template whatever it is asked: proof that this artifact's own script ran.
     run('workflow_dispatch', setup, '941', { environment: 'dev', run_id: '940', with_infrastructure: false });
     expect(existsSync(mark)).toBe(true);
@@ -688,11 +738,11 @@ describe('scripts/deploy.sh by hand', () => {
       expect(result.status).toBe(0);
       expect(ghCalls(setup).map((c) => c.replace(/--dir \S+$/, '--dir <temporary>'))).toEqual([
         'repo view --json nameWithOwner',
-        `api repos/${REPOSITORY}/actions/runs/905`,
-        `api repos/${REPOSITORY}/actions/workflows/deploy.yml`,
-        `run download 905 --repo ${REPOSITORY} --name draw-request-service --dir <temporary>`,
+        `api repos/${FULL_NAME}/actions/runs/905`,
+        `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+        `run download 905 --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
       ]);
-      expect(result.stdout).toContain(`run 905 is a release: a successful push to main of .github/workflows/deploy.yml in ${REPOSITORY}`);
+      expect(result.stdout).toContain(`run 905 is a release: a successful push to main of .github/workflows/deploy.yml in ${FULL_NAME}`);
       expect(result.stdout).toContain('re-deploying run 905: {"commit":"c0ffee');
       const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
       expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['jane@lender.example', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
@@ -719,5 +769,62 @@ describe('scripts/deploy.sh by hand', () => {
     expect(result.stderr).toMatch(
       /prod\.pipeline\.json: set tenantId, subscriptionId, deployClientId, deployPrincipalId, planClientId from the outputs of infra\/bootstrap\.bicep/,
     );
+  });
+});
+
+describe("sign-in: each job presents the token GitHub gives it, and only its own identity's federated credential accepts it", () => {
+  const subjects = (repository: GitHubRepository, event: 'push' | 'pull_request'): Array<[string, string]> => {
+    const prefix = repository.immutableSubject
+      ? `repo:${repository.owner}@${repository.ownerId}/${repository.name}@${repository.id}`
+      : `repo:${repository.owner}/${repository.name}`;
+    // A deploy job signs in twice (again before the code and the smoke check): the same subject, accepted both times.
+    return event === 'push'
+      ? [
+          ['dev-deploy-client', `${prefix}:environment:dev`],
+          ['dev-deploy-client', `${prefix}:environment:dev`],
+          ['prod-deploy-client', `${prefix}:environment:prod`],
+          ['prod-deploy-client', `${prefix}:environment:prod`],
+        ]
+      : [
+          ['dev-plan-client', `${prefix}:pull_request`],
+          ['prod-plan-client', `${prefix}:pull_request`],
+        ];
+  };
+
+  test.each([
+    ['created after 15 July 2026 (immutable subjects)', REPOSITORY],
+    ['created before, not opted in (legacy subjects)', { ...REPOSITORY, immutableSubject: false }],
+  ])('a repository %s: main deploys as each environment’s deploy identity, a pull request previews as its plan identity', (_name, repository) => {
+    for (const [event, runId] of [
+      ['push', '910'],
+      ['pull_request', '911'],
+    ] as const) {
+      const setup = workspace();
+      const tokens: Array<[string, string]> = [];
+      run(event, setup, runId, undefined, { repository, tokens });
+      expect(tokens).toEqual(subjects(repository, event));
+      rmSync(dir, { recursive: true, force: true }); // afterEach removes only the last workspace
+    }
+  });
+
+  test('a rollback signs in from the GitHub environment it deploys', () => {
+    const setup = workspace();
+    run('push', setup, '912');
+    const tokens: Array<[string, string]> = [];
+    run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: '912', with_infrastructure: false }, { tokens });
+    expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', 'repo:octo-org@123/octo-repo@456:environment:prod']));
+  });
+
+  test('credentials for the legacy subject only (the bootstrap before this fix) refuse a repository created today, before any Azure call', async () => {
+    const legacyOnly = { dev: await bootstrapped('dev', 'legacy'), prod: await bootstrapped('prod', 'legacy') };
+    for (const event of ['push', 'pull_request'] as const) {
+      const setup = workspace();
+      const first = subjects(REPOSITORY, event)[0][1];
+      expect(() => run(event, setup, '914', undefined, { credentials: legacyOnly })).toThrow(
+        `AADSTS700213: No matching federated identity record found for presented assertion subject '${first}'.`,
+      );
+      expect(() => calls(setup.log)).toThrow(); // no az call at all: no log
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

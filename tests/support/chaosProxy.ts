@@ -37,6 +37,8 @@ export interface ChaosProxy {
   readonly applied: Record<string, number>;
   /** Resolves once every request that arrived has been answered, dropped or forwarded and finished. */
   idle(): Promise<void>;
+  /** Resolves once every request in the proxy now has reached storage or been dropped (later ones may still come). */
+  drained(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -126,21 +128,31 @@ export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
     }
   };
 
+  /** Requests in the proxy now, each settled once it was answered, forwarded or given up. */
+  const inProxy = new Set<Promise<void>>();
   const server = createServer((req, res) => {
     pending += 1;
+    let done = () => undefined as void;
+    const own = new Promise<void>((resolve) => (done = resolve));
+    inProxy.add(own);
+    const settleOwn = () => {
+      inProxy.delete(own);
+      done();
+      settle();
+    };
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('error', () => undefined);
     res.on('error', () => undefined);
     req.on('end', () => {
-      handle(req, res, Buffer.concat(chunks)).then(settle, (error: unknown) => {
-        settle();
+      handle(req, res, Buffer.concat(chunks)).then(settleOwn, (error: unknown) => {
+        settleOwn();
         throw error;
       });
     });
     req.on('aborted', () => {
       // The body never arrived whole: nothing can be forwarded.
-      if (!req.complete) settle();
+      if (!req.complete) settleOwn();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -150,6 +162,7 @@ export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
     decide: () => ({ kind: 'pass' }),
     applied: {},
     idle: () => (pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    drained: () => Promise.all([...inProxy]).then(() => undefined),
     close: () => {
       server.closeAllConnections();
       waiters = [];

@@ -7,6 +7,8 @@ import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { KEY_GRACE_MS } from '../../lib/idempotency';
+import { RETRY_AFTER_SECONDS } from '../../lib/problem';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type OpenApi = any;
@@ -56,8 +58,8 @@ export interface ContractReply {
   readonly text: string;
 }
 
-/** Problems with this response against the document; empty when it conforms. */
-export function contractViolations(reply: ContractReply): string[] {
+/** Problems with this response against the document; empty when it conforms. `keyed`: its request had an Idempotency-Key. */
+export function contractViolations(reply: ContractReply, keyed = false): string[] {
   const { doc, validators } = load();
   const response = doc.paths['/DrawRequest'].post.responses[String(reply.status)];
   if (response === undefined) return [`status ${reply.status} is not documented`];
@@ -89,18 +91,23 @@ export function contractViolations(reply: ContractReply): string[] {
   const body: unknown = JSON.parse(reply.text);
   if (!validate(body)) problems.push(...(validate.errors ?? []).map((e) => `body${e.instancePath} ${e.message}`));
   if (reply.status === 400) problems.push(...detailViolations(body as { detail?: unknown; errors?: { index?: unknown }[] }));
-  if (reply.status === 502) problems.push(...retryAfterViolations(body as { detail?: unknown }, reply.headers['retry-after']));
+  if (reply.status === 502) problems.push(...retryAfterViolations(body as { detail?: unknown }, reply.headers['retry-after'], keyed));
   return problems;
 }
 
 /**
- * docs/contract.md §2.5: a 502 carries `Retry-After` exactly when its detail says nothing was submitted;
- * the outcome-unknown 502 never does (a client honouring it by itself would resend blindly).
+ * docs/contract.md §2.5: a 502 that says nothing was submitted carries `Retry-After: 2`; an outcome-unknown
+ * 502 carries none (a client honouring it by itself would resend blindly), except for a keyed batch in its
+ * key's grace (§9), given as `keyed`, whose Retry-After counts the seconds until its outcome is known.
  */
-function retryAfterViolations({ detail }: { detail?: unknown }, retryAfter: string | undefined): string[] {
+function retryAfterViolations({ detail }: { detail?: unknown }, retryAfter: string | undefined, keyed?: boolean): string[] {
   const nothingSubmitted = /nothing was submitted/.test(String(detail));
-  if (nothingSubmitted && retryAfter === undefined) return ['a 502 saying nothing was submitted must carry Retry-After'];
-  if (!nothingSubmitted && retryAfter !== undefined) return ['a 502 whose outcome is unknown must not carry Retry-After'];
+  if (nothingSubmitted && retryAfter !== String(RETRY_AFTER_SECONDS))
+    return [`a 502 saying nothing was submitted must carry Retry-After: ${RETRY_AFTER_SECONDS}`];
+  if (!nothingSubmitted && retryAfter !== undefined && keyed !== true)
+    return ['a 502 whose outcome is unknown must not carry Retry-After unless its request had an Idempotency-Key'];
+  if (!nothingSubmitted && retryAfter !== undefined && !(Number(retryAfter) >= 1 && Number(retryAfter) <= KEY_GRACE_MS / 1000))
+    return [`an outcome-unknown 502's Retry-After must count at most the ${KEY_GRACE_MS / 1000} s of a key's grace`];
   return [];
 }
 

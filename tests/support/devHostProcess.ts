@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { freePort } from '../../dev/azurite';
 
 export interface DevHostProcess {
   /** `http://127.0.0.1:<port>/DrawRequest`, as the host printed it. */
@@ -90,6 +91,22 @@ export async function spawnDevHost(env: Record<string, string> = {}, entry = dev
       return code;
     },
   };
+}
+
+/**
+ * The dev host on a port given as `npm start` is given one (PORT, not 0), so that its embedded provider
+ * takes the next port as it does on a developer's machine. Either port may be taken by another
+ * listener between the probe and the start: then other ports are tried.
+ */
+export async function spawnDevHostOnFreePort(env: Record<string, string> = {}): Promise<{ host: DevHostProcess; port: number }> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    try {
+      return { host: await spawnDevHost({ ...env, PORT: String(port) }), port };
+    } catch (error) {
+      if (attempt === 3 || !String(error).includes('EADDRINUSE')) throw error;
+    }
+  }
 }
 
 /** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; 10 ms resolution). */

@@ -78,6 +78,11 @@ export interface EntraProvider {
   readonly requests: string[];
   /** Documents (the path after the tenant, e.g. `.well-known/openid-configuration`) that answer 503 while listed. */
   readonly failing: Set<string>;
+  /**
+   * Documents whose requests are never answered while listed: the connection stays open until the
+   * client gives up (its timeout) or the provider stops. An outage that makes a caller wait.
+   */
+  readonly hanging: Set<string>;
   addKey(spec: KeySpec): Promise<void>;
   /** Stops publishing a key (it can still sign). */
   removeKey(kid: string): void;
@@ -95,6 +100,7 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
   const keys = new Map<string, HeldKey>();
   const requests: string[] = [];
   const failing = new Set<string>();
+  const hanging = new Set<string>();
   let base = '';
   const json = (body: unknown) => [200, JSON.stringify(body)] as const;
   const published = new Set<string>();
@@ -139,6 +145,7 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://local').pathname;
     requests.push(path);
+    if (hanging.has(/^\/[^/]+\/(.*)$/.exec(path)?.[1] ?? '')) return;
     const [status, body] = route(path);
     res.writeHead(status, { 'content-type': 'application/json' }).end(body);
   });
@@ -178,6 +185,7 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
     metadataUrl: (tenant) => `${base}/${tenant}/v2.0/.well-known/openid-configuration`,
     requests,
     failing,
+    hanging,
     addKey,
     removeKey: (kid) => {
       published.delete(kid);
@@ -189,6 +197,10 @@ export async function startEntraProvider(cloud: Cloud): Promise<EntraProvider> {
         { ...common(tenant, client), aud: audience, iss: cloud.v1Issuer(tenant), idp: cloud.v1Issuer(tenant), appid: client, appidacr: '1', ver: '1.0' },
         options,
       ),
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // requests left hanging would otherwise hold the close open
+      }),
   };
 }

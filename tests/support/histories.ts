@@ -12,7 +12,7 @@ import type { HttpHandler } from '@azure/functions';
 import { TableClient, odata } from '@azure/data-tables';
 import { createDependencies, createDrawRequestHandler } from '../../functions/drawRequest';
 import { loadConfig, type Settings } from '../../lib/config';
-import { batchHash } from '../../lib/idempotency';
+import { KEY_GRACE_MS, KEY_LIFETIME_MS, batchHash } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { drawDay } from '../../lib/store';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
@@ -26,6 +26,60 @@ export const MIDNIGHTS = [
   { zone: 'America/Santiago', midnight: Date.parse('2026-09-06T04:00:00Z') },
   { zone: 'America/New_York', midnight: Date.parse('2026-11-01T04:00:00Z') },
 ] as const;
+
+/**
+ * The service's clock in a history: it starts near a midnight and runs at the real pace, and in a
+ * key-lifetime history it also steps forward twice while requests are in flight, so that attempts are
+ * judged, read and commit on both sides of a key's 24th hour and of the end of its grace (docs/contract.md §9).
+ * `at` maps a real instant back to what the clock read then, for the checks.
+ */
+export class HistoryClock {
+  private readonly startedAt = Date.now();
+  /** Real instants at which the clock stepped, and by how much in all from then on. */
+  private readonly steps: { readonly real: number; readonly offset: number }[] = [{ real: -Infinity, offset: 0 }];
+  constructor(private readonly start: number) {}
+
+  now = (): Date => new Date(this.at(Date.now()));
+
+  at(real: number): number {
+    let offset = 0;
+    for (const s of this.steps) if (s.real <= real) offset = s.offset;
+    return this.start + (real - this.startedAt) + offset;
+  }
+
+  step(ms: number): void {
+    this.steps.push({ real: Date.now(), offset: this.steps[this.steps.length - 1].offset + ms });
+  }
+
+  get stepped(): number {
+    return this.steps.length - 1;
+  }
+
+  /** Whether the clock stepped between these two real instants. */
+  steppedBetween(from: number, to: number): boolean {
+    return this.steps.some((s) => s.real > from && s.real <= to);
+  }
+}
+
+/**
+ * The steps of a key-lifetime history, each a little short of its boundary so that keys taken moments
+ * before it cross the boundary while the history runs: to just short of the 24th hour; past the moment
+ * no commit may start any more (lastCommitStart, halfway through the grace); then to just short of the
+ * grace's end. Between the last two, every storage request in flight reaches storage or is dropped:
+ * in real time five minutes pass there, and no request is in flight that long (its deadline destroys it).
+ * The first step comes once the clients have sent a few attempts (so keys are taken).
+ */
+function lifetimeSteps(random: Random) {
+  const beforeGraceEnd = random.int(0, 600);
+  return {
+    afterAttempts: random.int(1, 4),
+    firstMs: random.int(0, 250),
+    thenMs: random.int(40, 450),
+    lifetimeMs: KEY_LIFETIME_MS - random.int(0, 600),
+    pastCutoffMs: KEY_GRACE_MS / 2 + 700,
+    toGraceEndMs: KEY_GRACE_MS / 2 - 700 - beforeGraceEnd,
+  };
+}
 
 /** The clients: two per partner, each a separate client application. */
 export const HISTORY_CLIENTS = [
@@ -111,6 +165,8 @@ export interface Attempt {
   readonly hash: string;
   readonly sentAt: number;
   readonly settling: boolean;
+  /** What the partner means to record: one intent is one batch, however often it is resent or corrected, under whichever key. */
+  readonly intent?: string;
   answeredAt?: number;
   reply?: Reply;
 }
@@ -122,6 +178,10 @@ export interface HistoryResult {
   readonly faults: Record<string, number>;
   /** The business days the history's clock spanned. */
   readonly days: string[];
+  /** How often the clock stepped across a key's lifetime or grace (0 in a midnight-only history). */
+  readonly clockSteps: number;
+  /** Attempts sent before a step of the clock and answered after it: judged, read or committed across it. */
+  readonly acrossSteps: number;
 }
 
 let loanBase = 50_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
@@ -129,6 +189,9 @@ let loanBase = 50_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
 const isReplay = (r: Reply) => r.status === 204 && r.headers['idempotent-replay'] === 'true';
 const isFresh204 = (r: Reply) => r.status === 204 && r.headers['idempotent-replay'] === undefined;
 const isKeyReused = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyReused;
+/** The 502 of a key in its grace: outcome not known yet, with the seconds until it is (contract §9). */
+const isPending = (r: Reply) => r.status === 502 && !saysNothingRecorded(r) && r.headers['retry-after'] !== undefined;
+const isKeyExpired = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyExpired;
 /** A 502 that tells the partner nothing was recorded (the others say the outcome is unknown). */
 const saysNothingRecorded = (r: Reply) => r.status === 502 && /nothing was (submitted|recorded)/.test(String(r.body?.detail));
 
@@ -166,10 +229,22 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const faultRandom = new Random(seed ^ 0x5bd1e995);
   const level = random.pick([0, 0.15, 0.3, 0.5]);
 
-  // The clock starts shortly before midnight and runs at the real pace.
-  const startedAt = Date.now();
+  // The clock starts shortly before midnight and runs at the real pace; in a third of the histories it
+  // also steps across a key's lifetime and grace while requests are in flight.
   const clockStart = midnight.midnight - random.int(0, 900);
-  const now = () => new Date(clockStart + (Date.now() - startedAt));
+  const clock = new HistoryClock(clockStart);
+  const now = clock.now;
+  const steps = random.chance(1 / 3) ? lifetimeSteps(random) : undefined;
+  let stepTimer: Promise<void> | undefined;
+  const takeSteps = async () => {
+    if (steps === undefined) return;
+    await sleep(steps.firstMs);
+    clock.step(steps.lifetimeMs);
+    await sleep(steps.thenMs);
+    clock.step(steps.pastCutoffMs);
+    await proxy.drained();
+    clock.step(steps.toGraceEndMs);
+  };
 
   const proxy = await startChaosProxy(harness.azurite.port);
   proxy.decide = (kind) => faultFor(faultRandom, level, kind);
@@ -204,9 +279,17 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
 
   const attempts: Attempt[] = [];
   const inFlight: Promise<void>[] = [];
-  const send = (client: (typeof HISTORY_CLIENTS)[number], batch: readonly Element[], key: string | undefined, h: HttpHandler, settling = false) => {
-    const attempt: Attempt = { client: client.clientId, partnerId: client.partnerId, key, batch, hash: batchHash(batch), sentAt: Date.now(), settling };
+  const send = (
+    client: (typeof HISTORY_CLIENTS)[number],
+    batch: readonly Element[],
+    key: string | undefined,
+    h: HttpHandler,
+    settling = false,
+    intent?: string,
+  ) => {
+    const attempt: Attempt = { client: client.clientId, partnerId: client.partnerId, key, batch, hash: batchHash(batch), sentAt: Date.now(), settling, intent };
     attempts.push(attempt);
+    if (steps !== undefined && !settling && stepTimer === undefined && attempts.length >= steps.afterAttempts) stepTimer = takeSteps();
     const done = post(h, world.tokens.get(client.clientId) as string, batch, key).then((reply) => {
       attempt.reply = reply;
       attempt.answeredAt = Date.now();
@@ -234,27 +317,34 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
 
   await Promise.all(
     plans.map(async ({ client, intents }) => {
-      for (const intent of intents) {
+      for (const [i, intent] of intents.entries()) {
         await sleep(intent.gapMs);
         let batch = intent.batch;
+        let key = intent.key;
         const choices = new Random(intent.choiceSeed);
-        for (let tries = 0; tries < 4; tries++) {
-          const { attempt, done } = send(client, batch, intent.key, handler);
+        const intentId = key === undefined ? undefined : `${client.clientId}|${i}`;
+        for (let tries = 0; tries < (steps === undefined ? 4 : 6); tries++) {
+          const { attempt, done } = send(client, batch, key, handler, false, intentId);
           // Some clients stop waiting (their answer is lost to them) and retry while the first is in flight.
           const patienceMs = choices.chance(0.25) ? choices.int(20, 600) : undefined;
           const answered = await Promise.race([done.then(() => true), patienceMs === undefined ? done.then(() => true) : sleep(patienceMs).then(() => false)]);
           const reply = answered ? attempt.reply : undefined;
           if (reply === undefined || reply.status === 502) {
             // No answer, or a failure: a keyed batch is retried with its key; an unkeyed one sometimes blindly.
-            if (intent.key === undefined && !choices.chance(0.4)) break;
+            if (key === undefined && !choices.chance(0.4)) break;
             await sleep(choices.int(0, 60));
             continue;
           }
           if (reply.status === 204) {
-            if (choices.chance(0.2)) send(client, batch, intent.key, handler);
+            if (choices.chance(0.2)) send(client, batch, key, handler, false, intentId);
             break;
           }
-          if (reply.status === 400 && intent.key !== undefined && !isKeyReused(reply) && choices.chance(0.5)) {
+          if (isKeyExpired(reply)) {
+            // The partner does what the answer says: the same batch under a new key.
+            key = `${intent.key}-t${tries}`;
+            continue;
+          }
+          if (reply.status === 400 && key !== undefined && !isKeyReused(reply) && choices.chance(0.5)) {
             // The partner corrects the batch (drops what was refused) and sends it under the same key.
             const refused = new Set<number>((reply.body?.errors ?? []).map((e: { index?: number }) => e.index));
             const corrected = batch.filter((_, i) => !refused.has(i));
@@ -268,25 +358,36 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     }),
   );
   await Promise.all(inFlight);
+  // Steps the clients finished before are taken now, so that the settling below is judged past them.
+  await (stepTimer ??= takeSteps());
   await proxy.idle();
 
   const violations: string[] = [];
   const days = [...new Set([drawDay(new Date(clockStart), midnight.zone), drawDay(now(), midnight.zone)])];
   const drawsTable = table(tables.DRAWS_TABLE as string);
   const loanNumbers = loans.map((l) => l.loanNumber);
-  let rows = await readRows(drawsTable, days, loanNumbers);
+  let rows = await readRows(drawsTable, loanNumbers);
   checkHistory(attempts, rows, violations);
 
   // Settling: with storage healthy, every keyed batch is sent once more; each must end in the replay
   // when it was recorded, or otherwise in an answer that agrees with storage.
   proxy.decide = () => ({ kind: 'pass' });
   const settler = handlerWith({ attemptMs: 5_000, readMs: 10_000, commitMs: 10_000 }, settings);
+  // Past a key's grace a different batch under it is a new submission (§9), so there each key is settled
+  // with the last batch its partner sent under it, as a partner's own retry would; within it, with every one.
   const keyedBatches = new Map<string, Attempt>();
-  for (const a of attempts) if (a.key !== undefined) keyedBatches.set(`${a.partnerId}|${a.key}|${a.hash}`, a);
+  for (const a of attempts) if (a.key !== undefined) keyedBatches.set(steps === undefined ? `${a.partnerId}|${a.key}|${a.hash}` : `${a.partnerId}|${a.key}`, a);
   for (const a of keyedBatches.values()) {
     const recordedBefore = recordedUnder(rows, a.partnerId, a.key as string);
-    const { attempt, done } = send(HISTORY_CLIENTS.find((c) => c.clientId === a.client) as (typeof HISTORY_CLIENTS)[number], a.batch, a.key, settler, true);
+    const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as (typeof HISTORY_CLIENTS)[number];
+    let { attempt, done } = send(client, a.batch, a.key, settler, true, a.intent);
     await done;
+    if (isPending(attempt.reply as Reply)) {
+      // Inside its key's grace: the partner waits what Retry-After says, and then learns the outcome.
+      clock.step(Number((attempt.reply as Reply).headers['retry-after']) * 1000);
+      ({ attempt, done } = send(client, a.batch, a.key, settler, true, a.intent));
+      await done;
+    }
     const reply = attempt.reply as Reply;
     const tag = `settling ${attempt.key} [${describeBatch(a.batch)}] answered ${summary(reply)}`;
     const mine = recordedBefore.filter((g) => g.hash === a.hash);
@@ -299,7 +400,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     // again. Except after a 502 of that batch (contract §9): its take of the key may reach storage after
     // the refusal was judged, binding the key to the batch in its earlier day, where a retry completes it.
     const today = drawDay(now(), midnight.zone);
-    const dayAt = (t: number) => drawDay(new Date(clockStart + (t - startedAt)), midnight.zone);
+    const dayAt = (t: number) => drawDay(new Date(clock.at(t)), midnight.zone);
     const sameBatch = (b: Attempt) => !b.settling && b.key === a.key && b.partnerId === a.partnerId && b.hash === a.hash;
     const refusedToday = attempts.some(
       (b) =>
@@ -312,11 +413,20 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     );
     if (refusedToday && mine.length === 0 && reply.status === 204)
       violations.push(`${tag}, but the same batch under this key was refused earlier the same day: expected the same 400`);
-    rows = await readRows(drawsTable, days.includes(drawDay(now(), midnight.zone)) ? days : [...days, drawDay(now(), midnight.zone)], loanNumbers);
+    if (!days.includes(today)) days.push(today);
+    rows = await readRows(drawsTable, loanNumbers);
   }
   checkHistory(attempts, rows, violations);
   await proxy.close();
-  return { seed, violations: [...new Set(violations)], attempts, faults: { ...proxy.applied }, days };
+  return {
+    seed,
+    violations: [...new Set(violations)],
+    attempts,
+    faults: { ...proxy.applied },
+    days,
+    clockSteps: clock.stepped,
+    acrossSteps: attempts.filter((a) => clock.steppedBetween(a.sentAt, a.answeredAt ?? a.sentAt)).length,
+  };
 }
 
 async function post(handler: HttpHandler, token: string, batch: readonly Element[], key: string | undefined): Promise<Reply> {
@@ -336,13 +446,14 @@ interface Row {
   readonly hash?: string;
 }
 
-async function readRows(table: TableClient, days: readonly string[], loanNumbers: readonly number[]): Promise<Row[]> {
+/** Every row of the history's loans, on whichever business day: the clock may have skipped days. */
+async function readRows(table: TableClient, loanNumbers: readonly number[]): Promise<Row[]> {
   const rows: Row[] = [];
   const anyLoan = loanNumbers.map((n) => odata`RowKey eq ${String(n)}`).join(' or ');
-  for (const day of days) {
-    for await (const e of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: `${odata`PartitionKey eq ${day}`} and (${anyLoan})` } })) {
+  {
+    for await (const e of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: anyLoan } })) {
       rows.push({
-        day,
+        day: e.partitionKey as string,
         loanNumber: Number(e.rowKey),
         amount: e.Amount as number,
         requestor: e.Requestor as string,
@@ -389,7 +500,7 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
       say(a, 'never answered');
       continue;
     }
-    const problems = contractViolations(reply);
+    const problems = contractViolations(reply, a.key !== undefined);
     if (problems.length > 0) say(a, `breaks the contract: ${problems.join('; ')}`);
     if (![204, 400, 502].includes(reply.status)) say(a, 'unexpected status');
     const own = byRequest.get(reply.headers['x-request-id']) ?? [];
@@ -407,6 +518,8 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
       const recorded = recordedUnder(rows, a.partnerId, a.key ?? '').filter((g) => g.hash === a.hash);
       if (recorded.length === 0) say(a, 'a replay, but no batch is recorded under its key with its hash');
     }
+    if (isKeyExpired(reply) && recordedUnder(rows, a.partnerId, a.key ?? '').some((g) => g.hash === a.hash))
+      say(a, 'told the key expired before the batch was recorded under it, but it was recorded under the key');
     if (isKeyReused(reply)) {
       // Justified only by another batch under the key that was recorded, may have been (a 502), or was in flight meanwhile.
       const justified = attempts.some(
@@ -446,6 +559,13 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
     perKey.set(id, (perKey.get(id) ?? new Set()).add(`${r.day} by ${r.requestId}`));
   }
   for (const [id, batches] of perKey) if (batches.size > 1) violations.push(`key ${id} recorded ${batches.size} batches: ${[...batches].join('; ')}`);
+  // A partner that does what each answer says records each batch it means once, under whichever of its keys.
+  const perIntent = new Map<string, Set<string>>();
+  for (const [requestId, own] of byRequest) {
+    const intent = attemptOf.get(requestId)?.intent;
+    if (intent !== undefined) perIntent.set(intent, (perIntent.get(intent) ?? new Set()).add(`${own[0].day} by ${requestId} under ${own[0].key}`));
+  }
+  for (const [intent, batches] of perIntent) if (batches.size > 1) violations.push(`${intent} was recorded ${batches.size} times: ${[...batches].join('; ')}`);
 }
 
 /** A readable account of a history, printed with its seed when a check fails. */
@@ -455,5 +575,5 @@ export function describeHistory(result: HistoryResult): string {
     (a) =>
       `  +${a.sentAt - t0}ms ${a.settling ? 'settle ' : ''}${a.client} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] → ${a.reply ? summary(a.reply) : '?'} at +${(a.answeredAt ?? t0) - t0}ms`,
   );
-  return [`days ${result.days.join(', ')}; faults ${JSON.stringify(result.faults)}`, ...lines].join('\n');
+  return [`days ${result.days.join(', ')}; clock steps ${result.clockSteps}; faults ${JSON.stringify(result.faults)}`, ...lines].join('\n');
 }

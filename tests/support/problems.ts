@@ -38,6 +38,19 @@ export function expectOutcomeUnknown(reply: Reply): void {
   });
 }
 
+/** 502 for a keyed batch in its key's grace: the outcome-unknown body, and Retry-After the seconds until it is known (contract §9). */
+export function expectOutcomePending(reply: Reply, retryAfterSeconds: number): void {
+  expectProblemHeaders(reply, 502);
+  expect(reply.headers['retry-after']).toBe(String(retryAfterSeconds));
+  expect(reply.body).toEqual({
+    type: 'about:blank',
+    status: 502,
+    title: 'Bad Gateway',
+    detail: OUTCOME_UNKNOWN_DETAIL,
+    requestId: reply.headers['x-request-id'],
+  });
+}
+
 /** 400: the problem members; `errors` is for the caller to check. */
 export function expectProblem400(reply: Reply): void {
   expectProblemHeaders(reply, 400);

@@ -3,7 +3,9 @@
  * machine: jobs in `needs` order with their `if`, matrices, called workflows, step `if`, `env`,
  * `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and every `run` step executed by bash. Actions stand
  * in for themselves: checkout and setup-node are the workspace as it is, upload/download-artifact copy
- * a folder (kept per run id), azure/login signs the `az` stand-in in as the client id it is given.
+ * a folder (kept per run id), azure/login presents the OpenID Connect token GitHub would give the job
+ * (its subject by GitHub's documented rules: the job's environment, else the pull request, else the ref;
+ * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in.
  * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||` and `!` (all these workflows use).
  * A `run` step that fails stops the run with a StepFailed, as GitHub skips the steps and jobs after it.
  */
@@ -11,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { githubToken, type GitHubRepository, type OidcToken } from './oidcTrust';
 
 type Context = Record<string, unknown>;
 interface Step {
@@ -24,6 +27,7 @@ interface Step {
 }
 interface Job {
   if?: string;
+  environment?: string | { name: string };
   needs?: string | string[];
   uses?: string;
   with?: Record<string, unknown>;
@@ -37,16 +41,16 @@ export interface RunOptions {
   readonly event: 'push' | 'pull_request' | 'workflow_dispatch';
   readonly inputs?: Record<string, unknown>;
   readonly runId: string;
-  /** `github.repository`, owner/name (default lender/draw-request-service). */
-  readonly repository?: string;
   /** The environment of every `run` step (PATH with the stand-ins, their state). */
   readonly env: Record<string, string>;
   /** Artifacts by run id, then name: folders (shared across runs, as GitHub keeps them). */
   readonly artifacts: string;
   /** A `run` step not to execute (its work is proven elsewhere), recorded as skipped. */
   readonly skip?: (step: Step) => boolean;
-  /** azure/login: sign the stand-in in. */
-  readonly login: (clientId: string) => void;
+  /** The repository the workflows run in: what its tokens' subjects name; `github.repository` is its owner/name. */
+  readonly repository: GitHubRepository;
+  /** azure/login: exchange the job's token for the client id's identity (throw to refuse), and sign the stand-in in. */
+  readonly login: (clientId: string, token: OidcToken) => void;
 }
 
 export interface RunRecord {
@@ -135,10 +139,12 @@ function outputsOf(file: string): Record<string, string> {
 
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
   const record: RunRecord = { steps: [], summaries: {} };
+  const ref = options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main';
   const github = {
     event_name: options.event,
+    ref,
     run_id: options.runId,
-    repository: options.repository ?? 'lender/draw-request-service',
+    repository: `${options.repository.owner}/${options.repository.name}`,
     sha: 'c0ffee'.padEnd(40, '0'),
     token: 'github-token',
   };
@@ -168,13 +174,14 @@ function runJobs(file: string, base: Context, options: RunOptions, record: RunRe
         const inputs = Object.fromEntries(Object.entries(job.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
         runJobs(job.uses.replace('./.github/workflows/', ''), { ...base, inputs }, options, record, `${label} > `);
       } else {
-        runSteps(job.steps ?? [], context, options, record, label);
+        const environment = typeof job.environment === 'object' ? job.environment.name : job.environment;
+        runSteps(job.steps ?? [], context, options, record, label, environment === undefined ? undefined : String(interpolate(environment, context)));
       }
     }
   }
 }
 
-function runSteps(steps: Step[], base: Context, options: RunOptions, record: RunRecord, label: string): void {
+function runSteps(steps: Step[], base: Context, options: RunOptions, record: RunRecord, label: string, environment: string | undefined): void {
   // Each job starts on a fresh runner: a copy of the repository (what checkout gives), nothing else kept.
   const runner = join(options.artifacts, '..', 'runners', label.replace(/[^\w-]+/g, '_'));
   rmSync(runner, { recursive: true, force: true });
@@ -201,7 +208,8 @@ function runSteps(steps: Step[], base: Context, options: RunOptions, record: Run
         const runId = typeof given['run-id'] === 'string' ? given['run-id'] : options.runId;
         cpSync(join(options.artifacts, runId, String(given.name)), join(runner, String(given.path)), { recursive: true });
       } else if (action === 'azure/login') {
-        options.login(String(given['client-id']));
+        const github = base.github as { event_name: string; ref: string };
+        options.login(String(given['client-id']), githubToken(options.repository, { environment, event: github.event_name, ref: github.ref }));
       } else if (action !== 'actions/checkout' && action !== 'actions/setup-node') {
         throw new Error(`${title}: no stand-in for ${step.uses}`);
       }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { readIdempotencyKey } from '../../lib/idempotency';
 import { isLoanNumber } from '../../lib/elementChecks';
 import { parseDrawRequests } from '../../lib/requestBody';
-import { ERROR_NAMES, accepted, badRequest, dependencyFailed, internalError, unauthorized } from '../../lib/problem';
+import { ERROR_NAMES, accepted, badRequest, dependencyFailed, internalError, outcomePending, unauthorized } from '../../lib/problem';
 import { contractViolations, requestValidator, schemaValidator, openApi } from '../support/contract';
 import { toReply } from '../support/harness';
 
@@ -51,8 +51,17 @@ describe('every response the code can build matches the document', () => {
     ['401 with a token', unauthorized(RID, true)],
     ['500', internalError(RID)],
     ['502', dependencyFailed(RID)],
+    ['502 outcome unknown', dependencyFailed(RID, true)],
   ])('%s', (_name, response) => {
     expect(contractViolations(toReply(response))).toEqual([]);
+  });
+
+  test.each([1, 600])('502 outcome not known yet, Retry-After %i, to a keyed request', (seconds) => {
+    expect(contractViolations(toReply(outcomePending(RID, seconds)), true)).toEqual([]);
+  });
+
+  test('an outcome-unknown Retry-After beyond the grace is refused', () => {
+    expect(contractViolations(toReply(outcomePending(RID, 601)), true).join('\n')).toMatch(/at most the 600 s/);
   });
 });
 
@@ -81,9 +90,14 @@ describe('the validator refuses what partners were not promised', () => {
       /must carry Retry-After/,
     ],
     [
-      'an outcome-unknown 502 with Retry-After',
+      'an outcome-unknown 502 with Retry-After to a request without a key',
       { ...toReply(dependencyFailed(RID, true)), headers: { ...toReply(dependencyFailed(RID, true)).headers, 'retry-after': '2' } },
-      /must not carry Retry-After/,
+      /must not carry Retry-After unless its request had an Idempotency-Key/,
+    ],
+    [
+      'a nothing-submitted 502 with a Retry-After other than 2',
+      { ...toReply(dependencyFailed(RID)), headers: { ...toReply(dependencyFailed(RID)).headers, 'retry-after': '600' } },
+      /must carry Retry-After: 2/,
     ],
     [
       'a Retry-After that is not whole seconds',

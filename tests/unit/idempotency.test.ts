@@ -5,9 +5,11 @@ import {
   batchHash,
   judgeKey,
   keyRecordId,
+  lastCommitStart,
   readIdempotencyKey,
   recordedRow,
   settleHeld,
+  settledAt,
   type KeyRecord,
   type KeyVerdict,
   type KeyedBatch,
@@ -113,11 +115,17 @@ describe('judgeKey', () => {
 
   test.each<[string, KeyRecord | undefined, Date, KeyVerdict]>([
     ['no record (or an unreadable one): free', undefined, at(0), { kind: 'free' }],
-    ['taken by this batch: its day, whatever day it is now', record(), at(3_000), { kind: 'mine', day: '2031-04-01' }],
-    ['taken by this batch a moment before the lifetime ends', record(), at(KEY_LIFETIME_MS - 1), { kind: 'mine', day: '2031-04-01' }],
-    ['taken by this batch, lifetime over, grace not: expiring', record(), at(KEY_LIFETIME_MS), { kind: 'expiring', day: '2031-04-01' }],
-    ['taken by this batch, the last moment of grace', record(), at(KEY_LIFETIME_MS + KEY_GRACE_MS - 1), { kind: 'expiring', day: '2031-04-01' }],
-    ['taken by this batch, lifetime and grace over: free', record(), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
+    ['taken by this batch: its day, whatever day it is now', record(), at(3_000), { kind: 'mine', day: '2031-04-01', takenAt }],
+    ['taken by this batch a moment before the lifetime ends', record(), at(KEY_LIFETIME_MS - 1), { kind: 'mine', day: '2031-04-01', takenAt }],
+    ['taken by this batch, lifetime over, grace not: expiring', record(), at(KEY_LIFETIME_MS), { kind: 'expiring', day: '2031-04-01', takenAt }],
+    ['taken by this batch, the last moment of grace', record(), at(KEY_LIFETIME_MS + KEY_GRACE_MS - 1), { kind: 'expiring', day: '2031-04-01', takenAt }],
+    [
+      'taken by this batch, lifetime and grace over: expired, its day still named',
+      record(),
+      at(KEY_LIFETIME_MS + KEY_GRACE_MS),
+      { kind: 'expired', day: '2031-04-01' },
+    ],
+    ['taken by this batch, long ago: expired, never free for it', record(), at(30 * KEY_LIFETIME_MS), { kind: 'expired', day: '2031-04-01' }],
     ['taken by another batch', record({ hash: 'other' }), at(1), { kind: 'held' }],
     ['taken by another batch, lifetime over, grace not: still held', record({ hash: 'other' }), at(KEY_LIFETIME_MS + 1), { kind: 'held' }],
     ['taken by another batch, lifetime and grace over: free', record({ hash: 'other' }), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
@@ -131,12 +139,28 @@ describe('judgeKey', () => {
       fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 2 * KEY_LIFETIME_MS }), fc.boolean(), (start, elapsed, same) => {
         const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
         const verdict = judgeKey(batch, record({ takenAt: taken, hash: same ? 'H' : 'other' }), new Date(taken.getTime() + elapsed));
-        const expected = elapsed >= KEY_LIFETIME_MS + KEY_GRACE_MS ? 'free' : !same ? 'held' : elapsed < KEY_LIFETIME_MS ? 'mine' : 'expiring';
+        const over = elapsed >= KEY_LIFETIME_MS + KEY_GRACE_MS;
+        const expected = !same ? (over ? 'free' : 'held') : elapsed < KEY_LIFETIME_MS ? 'mine' : over ? 'expired' : 'expiring';
         expect(verdict.kind).toBe(expected);
       }),
     );
     // The last instant that completes the batch and the first that frees the key are the grace apart.
     expect(KEY_GRACE_MS).toBeGreaterThanOrEqual(5 * 60_000);
+  });
+
+  test("no commit of a key's batch starts after halfway through its grace, and its outcome is final at the grace's end", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), (start) => {
+        const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
+        // The last instant judged `mine` can still start its commit; the cutoff leaves half the grace for
+        // that commit (bounded at seconds) and for instances' clocks to differ before the outcome is final.
+        expect(judgeKey(batch, record({ takenAt: taken }), new Date(lastCommitStart(taken) - KEY_GRACE_MS / 2 - 1)).kind).toBe('mine');
+        expect(lastCommitStart(taken)).toBe(taken.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS / 2);
+        expect(settledAt(taken) - lastCommitStart(taken)).toBe(KEY_GRACE_MS / 2);
+        expect(judgeKey(batch, record({ takenAt: taken }), new Date(settledAt(taken))).kind).toBe('expired');
+        expect(judgeKey(batch, record({ takenAt: taken }), new Date(settledAt(taken) - 1)).kind).toBe('expiring');
+      }),
+    );
   });
 });
 

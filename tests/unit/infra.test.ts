@@ -11,6 +11,20 @@ import Parser from 'web-tree-sitter';
 import { SETTING_NAMES, loadConfig, type SettingName, type Settings } from '../../lib/config';
 import { LIMITS } from '../../lib/limits';
 import { COMMIT_OUTCOME_UNKNOWN, EVENT_NAME, type Outcome } from '../../lib/telemetry';
+import {
+  AZURE_AUDIENCE,
+  GITHUB_ISSUER,
+  MAX_CREDENTIALS_PER_IDENTITY,
+  bootstrapCredentials,
+  githubSubject,
+  githubToken,
+  matching,
+  type FederatedCredential,
+  type GitHubJob,
+  type GitHubRepository,
+  type OidcToken,
+} from '../support/oidcTrust';
+import { BicepFile as BicepEvaluation, bicepParser } from '../support/bicepEvaluation';
 
 type SyntaxNode = Parser.SyntaxNode;
 
@@ -1277,18 +1291,23 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     ]);
   });
 
-  test("each identity trusts exactly one subject of GitHub's issuer: deploy the GitHub environment, plan the pull requests", () => {
+  test("each identity trusts GitHub's issuer for the Entra token exchange only: deploy its GitHub environment, plan the pull requests", () => {
     const credentials = identities().resources.filter((r) => r.type === 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials');
     expect(credentials.map((c) => [exprText(c.body.parent), exprText(at(c.body, 'properties.subject'))])).toEqual([
-      ['deploy', "'repo:${githubRepository}:environment:${environmentName}'"],
-      ['plan', "'repo:${githubRepository}:pull_request'"],
+      ['deploy', "'${form.prefix}:environment:${environmentName}'"],
+      ['plan', "'${form.prefix}:pull_request'"],
     ]);
     for (const c of credentials) {
       expect(exprText(at(c.body, 'properties.issuer'))).toBe('githubIssuer');
       expect(at(c.body, 'properties.audiences')).toEqual([new Expr('exchangeAudience')]);
     }
-    expect(literalVar(identities(), 'githubIssuer')).toBe('https://token.actions.githubusercontent.com');
-    expect(literalVar(identities(), 'exchangeAudience')).toBe('api://AzureADTokenExchange');
+    expect(literalVar(identities(), 'githubIssuer')).toBe(GITHUB_ISSUER);
+    expect(literalVar(identities(), 'exchangeAudience')).toBe(AZURE_AUDIENCE);
+  });
+
+  test('the credentials of one identity are written one at a time (Entra answers 409 to concurrent writes under one identity)', () => {
+    const text = identities().root.text;
+    for (const symbol of ['deployFromEnvironment', 'planFromPullRequests']) expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
   });
 
   test('the deploying identity may assign only the data roles infra/ assigns to the app; the plan identity writes nothing', () => {
@@ -1323,5 +1342,157 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
   test('no secret: no client secret or key credential is declared for any identity or application', () => {
     const text = [...files.values()].map((f) => f.root.text).join('\n');
     expect(text).not.toMatch(/passwordCredentials|keyCredentials|clientSecret/);
+  });
+});
+
+describe("federated credentials: a token in GitHub's legacy and immutable subject forms each signs in as the right identity, and nothing else does", () => {
+  // GitHub's documented example owner and repository, with small ids (docs/deploy.md, "Which subject GitHub sends").
+  const REPOSITORY = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456' };
+  const LEGACY: GitHubRepository = { ...REPOSITORY, immutableSubject: false };
+  const IMMUTABLE: GitHubRepository = { ...REPOSITORY, immutableSubject: true };
+  const SHAPES = [
+    ['legacy', LEGACY],
+    ['immutable', IMMUTABLE],
+  ] as const;
+  const bootstrap = (env: string, extra: Record<string, string> = {}) =>
+    bootstrapCredentials({ environmentName: env, githubRepository: 'octo-org/octo-repo', githubOwnerId: '123', githubRepositoryId: '456', ...extra });
+  /** deploy-environment.yml's job: in the GitHub environment, on a push to main (or a dispatch). */
+  const deployJob = (env: string): GitHubJob => ({ environment: env, event: 'push', ref: 'refs/heads/main' });
+  /** deploy.yml's what-if job: a pull request, no environment. */
+  const planJob: GitHubJob = { event: 'pull_request', ref: 'refs/pull/7/merge' };
+  const identitiesOf = (credentials: FederatedCredential[], token: OidcToken) => matching(credentials, token).map((c) => c.identity);
+
+  test("the tokens are built exactly as GitHub documents them (its own examples' shapes)", () => {
+    expect(githubSubject(IMMUTABLE, deployJob('prod'))).toBe('repo:octo-org@123/octo-repo@456:environment:prod');
+    expect(githubSubject(LEGACY, deployJob('prod'))).toBe('repo:octo-org/octo-repo:environment:prod');
+    expect(githubSubject(IMMUTABLE, planJob)).toBe('repo:octo-org@123/octo-repo@456:pull_request');
+    expect(
+      githubSubject(
+        { owner: 'octo-org', ownerId: '123456', name: 'octo-repo', id: '456789', immutableSubject: true },
+        { event: 'push', ref: 'refs/heads/main' },
+      ),
+    ).toBe('repo:octo-org@123456/octo-repo@456789:ref:refs/heads/main');
+    expect(githubSubject(LEGACY, deployJob('Production:V1'))).toBe('repo:octo-org/octo-repo:environment:Production%3AV1');
+  });
+
+  describe.each(ENVIRONMENTS)('%s', (env) => {
+    const other = env === 'dev' ? 'prod' : 'dev';
+
+    test.each(SHAPES)('%s subjects: a token from the GitHub environment matches exactly one credential, of the deploy identity', async (_shape, repository) => {
+      const credentials = await bootstrap(env);
+      expect(identitiesOf(credentials, githubToken(repository, deployJob(env)))).toEqual([`id-drawreq-${env}-deploy`]);
+    });
+
+    test.each(SHAPES)('%s subjects: a token from a pull request matches exactly one credential, of the plan identity', async (_shape, repository) => {
+      const credentials = await bootstrap(env);
+      expect(identitiesOf(credentials, githubToken(repository, planJob))).toEqual([`id-drawreq-${env}-plan`]);
+    });
+
+    test.each(SHAPES)(
+      '%s subjects: a token from another environment, a job outside any environment or another spelling matches none',
+      async (_shape, repository) => {
+        const credentials = await bootstrap(env);
+        const jobs: GitHubJob[] = [
+          deployJob(other),
+          deployJob('staging'),
+          { event: 'push', ref: 'refs/heads/main' },
+          { event: 'workflow_dispatch', ref: 'refs/heads/main' },
+        ];
+        const signedIn = jobs.filter((job) => identitiesOf(credentials, githubToken(repository, job)).length > 0);
+        expect(signedIn.map((job) => githubSubject(repository, job))).toEqual([]);
+        expect(identitiesOf(credentials, githubToken({ ...repository, owner: 'Octo-Org' }, deployJob(env)))).toEqual([]); // Entra compares case-sensitively
+        expect(identitiesOf(credentials, githubToken({ ...repository, name: 'octo-repo-2' }, deployJob(env)))).toEqual([]);
+        // The environment, not the event, makes the subject (GitHub: pull_request only when the job names no
+        // environment): a pull request's job in the environment is the deploy identity's, behind the
+        // environment's branch protection, and never the plan identity's.
+        expect(identitiesOf(credentials, githubToken(repository, { ...planJob, environment: env }))).toEqual([`id-drawreq-${env}-deploy`]);
+      },
+    );
+
+    test('an immutable token of another repository id, or of another owner id, matches none (a recycled name cannot sign in)', async () => {
+      const credentials = await bootstrap(env);
+      for (const stranger of [
+        { ...IMMUTABLE, id: '999' },
+        { ...IMMUTABLE, ownerId: '999' },
+        { ...IMMUTABLE, id: '4567' },
+      ])
+        for (const job of [deployJob(env), planJob])
+          expect({ sub: githubSubject(stranger, job), identities: identitiesOf(credentials, githubToken(stranger, job)) }).toEqual({
+            sub: githubSubject(stranger, job),
+            identities: [],
+          });
+    });
+
+    test('a token for another audience or from another issuer matches none', async () => {
+      const credentials = await bootstrap(env);
+      const token = githubToken(IMMUTABLE, deployJob(env));
+      expect(matching(credentials, { ...token, aud: 'https://github.com/octo-org' })).toEqual([]);
+      expect(matching(credentials, { ...token, iss: 'https://token.actions.githubusercontent.com/octo-enterprise' })).toEqual([]);
+    });
+
+    test('githubSubjectFormat immutable trusts the immutable form only: a legacy token matches none', async () => {
+      const credentials = await bootstrap(env, { githubSubjectFormat: 'immutable' });
+      expect(identitiesOf(credentials, githubToken(IMMUTABLE, deployJob(env)))).toEqual([`id-drawreq-${env}-deploy`]);
+      expect(identitiesOf(credentials, githubToken(IMMUTABLE, planJob))).toEqual([`id-drawreq-${env}-plan`]);
+      expect(identitiesOf(credentials, githubToken(LEGACY, deployJob(env)))).toEqual([]);
+      expect(identitiesOf(credentials, githubToken(LEGACY, planJob))).toEqual([]);
+    });
+
+    test('githubSubjectFormat legacy trusts the legacy form only, under the names environments bootstrapped before had', async () => {
+      const credentials = await bootstrap(env, { githubSubjectFormat: 'legacy' });
+      expect(credentials.map((c) => [c.identity, c.name, c.subject])).toEqual([
+        [`id-drawreq-${env}-deploy`, `github-environment-${env}`, `repo:octo-org/octo-repo:environment:${env}`],
+        [`id-drawreq-${env}-plan`, 'github-pull-requests', 'repo:octo-org/octo-repo:pull_request'],
+      ]);
+      expect(identitiesOf(credentials, githubToken(IMMUTABLE, deployJob(env)))).toEqual([]);
+    });
+  });
+
+  test.each(['both', 'immutable', 'legacy'])(
+    "githubSubjectFormat %s: each identity stays within Entra's 20 credentials, with unique, valid names and no issuer and subject twice",
+    async (format) => {
+      for (const env of ENVIRONMENTS) {
+        const credentials = await bootstrap(env, { githubSubjectFormat: format });
+        const byIdentity = new Map<string, FederatedCredential[]>();
+        for (const c of credentials) byIdentity.set(c.identity, [...(byIdentity.get(c.identity) ?? []), c]);
+        expect([...byIdentity.keys()].sort()).toEqual([`id-drawreq-${env}-deploy`, `id-drawreq-${env}-plan`]);
+        for (const [identity, own] of byIdentity) {
+          expect({ identity, count: own.length <= MAX_CREDENTIALS_PER_IDENTITY }).toEqual({ identity, count: true });
+          expect(new Set(own.map((c) => c.name)).size).toBe(own.length);
+          expect(new Set(own.map((c) => `${c.issuer} ${c.subject}`)).size).toBe(own.length); // Entra: "Issuer and subject combination already exists"
+          for (const c of own) expect(c.name).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{2,119}$/); // 3-120 characters, alphanumeric first
+        }
+      }
+    },
+  );
+
+  test('the evaluation can fail: it refuses a construct it does not know rather than guessing its value', async () => {
+    const source =
+      "param owner string\nvar known = split('octo-org/octo-repo', '/')[1]\nvar unknownFunction = uniqueString(owner)\nvar unknownName = '${nobody}'\nvar outOfBounds = split('a', '/')[1]\nvar notANumber = int('12a')\n";
+    const root = (await bicepParser()).parse(source).rootNode;
+    const snippet = new BicepEvaluation('snippet.bicep', root, { owner: 'octo-org' });
+    expect(snippet.variable('known')).toBe('octo-repo');
+    expect(() => snippet.variable('unknownFunction')).toThrow(/the function uniqueString\(\)/);
+    expect(() => snippet.variable('unknownName')).toThrow(/an unknown identifier nobody/);
+    expect(() => snippet.variable('outOfBounds')).toThrow(/index 1 out of bounds/);
+    expect(() => snippet.variable('notANumber')).toThrow(/not a whole number/);
+    expect(() => new BicepEvaluation('snippet.bicep', root, { repository: 'x' })).toThrow(/no parameter repository/);
+  });
+
+  test('the bootstrap trusts both forms unless told otherwise (docs/decisions.md)', async () => {
+    expect(file(BOOTSTRAP).params.get('githubSubjectFormat')?.defaultValue).toBe('both');
+    expect((await bootstrap('dev')).map((c) => c.name)).toEqual([
+      'github-environment-dev',
+      'github-environment-dev-immutable',
+      'github-pull-requests',
+      'github-pull-requests-immutable',
+    ]);
+  });
+
+  test('a deployment given a name where an id belongs, or an unknown format, fails instead of creating a credential nothing matches', async () => {
+    await expect(bootstrap('dev', { githubOwnerId: 'octo-org' })).rejects.toThrow(/int\("octo-org"\): not a whole number/);
+    await expect(bootstrap('dev', { githubRepositoryId: '' })).rejects.toThrow(/shorter than @minLength/);
+    await expect(bootstrap('dev', { githubSubjectFormat: 'sometimes' })).rejects.toThrow(/is not one of/);
+    await expect(bootstrap('staging')).rejects.toThrow(/is not one of/);
   });
 });

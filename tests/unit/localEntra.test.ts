@@ -33,6 +33,8 @@ beforeAll(async () => {
     'demo-partner': { secret: 'local-demo', certificates: [registered.certificate] },
     'secret-only': { secret: 's3cret' },
     'certificate-only': { certificates: [registered.certificate] },
+    rotated: { secret: 'new-secret', expiredSecrets: ['old-secret'] },
+    unassigned: { secret: 'u-secret', assigned: false },
   };
 }, 30_000);
 
@@ -112,6 +114,17 @@ describe('the client-credentials request', () => {
     ['a permission instead of /.default', { ...secretForm, scope: `${AUDIENCE}/Draws.Submit` }, [400, 'invalid_scope', 1002012]],
     ["another resource's /.default", { ...secretForm, scope: 'api://someone-else/.default' }, [400, 'invalid_resource', 500011]],
     ['the App ID URI with a trailing slash before /.default', { ...secretForm, scope: `${AUDIENCE}//.default` }, [400, 'invalid_resource', 500011]],
+    ['a secret past its end date', { ...secretForm, client_id: 'rotated', client_secret: 'old-secret' }, [401, 'invalid_client', 7000222]],
+    ['the secret that replaced it', { ...secretForm, client_id: 'rotated', client_secret: 'new-secret' }, 'token'],
+    ['a secret the client never had', { ...secretForm, client_id: 'rotated', client_secret: 'local-demo' }, [401, 'invalid_client', 7000215]],
+    ['a client granted no app role on the API', { ...secretForm, client_id: 'unassigned', client_secret: 'u-secret' }, [400, 'invalid_grant', 501051]],
+    // The credential and the scope are judged before the role, as Entra does.
+    ['that client with a wrong secret', { ...secretForm, client_id: 'unassigned', client_secret: 'nope' }, [401, 'invalid_client', 7000215]],
+    [
+      'that client with a permission instead of /.default',
+      { ...secretForm, client_id: 'unassigned', client_secret: 'u-secret', scope: `${AUDIENCE}/Draws.Submit` },
+      [400, 'invalid_scope', 1002012],
+    ],
   ])('%s', async (_name, form, expected) => {
     const defined = Object.fromEntries(Object.entries(form).filter(([, v]) => v !== undefined)) as Record<string, string>;
     expect(await request(defined)).toEqual(expected);

@@ -84,6 +84,23 @@ test('no secret anywhere: no secrets context, no credentials input; Azure sign-i
   for (const { step } of logins) expect(Object.keys(step.with ?? {}).sort()).toEqual(['client-id', 'subscription-id', 'tenant-id']);
 });
 
+test("each sign-in presents the subject its identity trusts: deploy from a job in the GitHub environment, plan from a pull request's job in none", () => {
+  // GitHub's subject names the job's environment when it references one, else pull_request for a pull
+  // request event; infra/modules/pipelineIdentities.bicep trusts exactly those (tests/unit/infra.test.ts).
+  const signIns = FILES.flatMap((file) =>
+    Object.entries(workflow(file).jobs).flatMap(([name, job]) =>
+      (job.steps ?? []).filter((s) => s.uses?.startsWith('azure/login@')).map((s) => ({ file, name, job, clientId: s.with?.['client-id'] })),
+    ),
+  );
+  expect(signIns.map(({ file, name, job, clientId }) => [file, name, clientId, job.environment ?? null, job.if ?? null])).toEqual([
+    // deploy signs in twice (again before the smoke check's token): both from the environment's job.
+    ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
+    ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
+    ['deploy.yml', 'what-if', '${{ steps.target.outputs.planClientId }}', null, "github.event_name == 'pull_request'"],
+  ]);
+  expect(Object.keys(workflow('deploy-environment.yml').on)).toEqual(['workflow_call']);
+});
+
 test('least privilege: read-only by default; an OIDC token only for the jobs that sign in to Azure', () => {
   for (const file of FILES) expect(workflow(file).permissions).toEqual({ contents: 'read' });
   for (const file of FILES) {
