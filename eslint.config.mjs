@@ -29,10 +29,23 @@ export default tseslint.config(
   },
   { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
   { files: ['jest.config.js'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } } },
-  // Preloads for workers under test (node --require): plain CommonJS for Node.
+  // Preloads for workers under test (node --require), stand-ins, and the scripts the deployment runs on a
+  // runner without a build (scripts/*.cjs): plain CommonJS for Node.
   {
-    files: ['tests/support/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'writable', globalThis: 'readonly', console: 'readonly' } },
+    files: ['tests/support/*.cjs', 'scripts/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {
+        require: 'readonly',
+        process: 'writable',
+        globalThis: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        fetch: 'readonly',
+        AbortSignal: 'readonly',
+        setTimeout: 'readonly',
+      },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -126,6 +126,13 @@ param partnerWriterPrincipalId string = ''
 ])
 param partnerWriterPrincipalType string = 'ServicePrincipal'
 
+@description('PartnerId of the smoke identity: a reserved partner that owns no loan (docs/contract.md §4.5).')
+@minLength(1)
+param smokePartnerId string
+
+@description('Client id of the smoke identity, the environment\'s deploying identity (set by scripts/deploy.sh). It is granted the app role and gets its Partners row like a partner. Empty: none.')
+param smokeClientAppId string = ''
+
 // ---------------------------------------------------------------- tables (docs/contract.md §4)
 
 @description('PARTNERS_TABLE')
@@ -222,6 +229,13 @@ var tableNames = [
 // The service's per-invocation event (lib/telemetry.ts EVENT_NAME), which the alerts query.
 var eventName = 'DrawRequestBatch'
 var authority = endsWith(authAuthorityHost, '/') ? substring(authAuthorityHost, 0, length(authAuthorityHost) - 1) : authAuthorityHost
+// The smoke check's caller (scripts/smokeCheck.cjs): granted and registered exactly as a partner is.
+var smokePartners = [
+  for clientAppId in (empty(smokeClientAppId) ? [] : [smokeClientAppId]): {
+    partnerId: smokePartnerId
+    clientAppId: clientAppId
+  }
+]
 
 // ---------------------------------------------------------------- resources
 
@@ -239,7 +253,7 @@ module entraApi 'modules/entraApi.bicep' = {
 module entraPartners 'modules/entraPartners.bicep' = {
   name: 'entraPartners'
   params: {
-    partners: partners
+    partners: concat(partners, smokePartners)
     apiServicePrincipalId: entraApi.outputs.servicePrincipalId
     roleId: entraApi.outputs.roleId
   }
@@ -402,5 +416,5 @@ output apiAppId string = entraApi.outputs.appId
 @description('The API\'s App ID URI: partners ask for <uri>/.default.')
 output apiIdentifierUri string = entraApi.outputs.identifierUri
 
-@description('The Partners rows the deployment writes (scripts/deploy.sh, step partners).')
+@description('The Partners rows the deployment writes (scripts/deploy.sh, step partners), the smoke identity\'s included.')
 output partnerRows array = entraPartners.outputs.rows

@@ -6,7 +6,8 @@
 #   infra     deploy it (Azure resources and the Entra application, service principal and role grants)
 #   partners  write the Partners row of each partner the parameters file lists (from the deployment's output)
 #   code      deploy the package (the zip `npm run package` builds, or --package <zip>)
-#   smoke     POST /DrawRequest without a token must answer 401
+#   smoke     POST /DrawRequest without a token must answer 401; with the smoke identity's token, the
+#             400 only the deployed tenant, audience, Partners row and tables give (scripts/smokeCheck.cjs)
 #
 # Usage: scripts/deploy.sh <dev|prod> [--what-if | --infra-only | --code-only | --step <name> ...]
 #                          [--package <zip>] [--plan] [--yes]
@@ -22,6 +23,8 @@
 #   LOCATION                     region, only to create a missing group
 #   DEPLOYMENT_NAME              name of the deployment (default drawreq-<env>-<UTC time>)
 #   PARTNER_WRITER_PRINCIPAL_ID  object id that may write the Partners table (default: whoever is signed in)
+#   SMOKE_CLIENT_ID              client id of the smoke identity (default: the environment's deploying
+#                                identity, deployClientId of infra/env/<env>.pipeline.json)
 set -euo pipefail
 
 usage() {
@@ -80,6 +83,10 @@ if grep -q 'REPLACE-WITH' "$params"; then
   exit 1
 fi
 
+# The smoke identity is the environment's deploying identity: the deployment grants it the app role and
+# writes its Partners row (a reserved partner that owns no loan), whoever runs this script.
+smoke_client="${SMOKE_CLIENT_ID:-$(bash scripts/target.sh "$env" 2>/dev/null | sed -n 's/^deployClientId=//p' || true)}"
+
 echo "subscription: $(az account show --query "join(' ', [name, id])" -o tsv)"
 echo "environment:  ${env}, resource group ${group}, steps: ${steps[*]}"
 
@@ -97,6 +104,7 @@ if runs what-if || runs infra; then
     fi
   fi
   writer_args=(--parameters "partnerWriterPrincipalId=${writer}" "partnerWriterPrincipalType=${writer_type}")
+  [ -z "$smoke_client" ] || writer_args+=("smokeClientAppId=${smoke_client}")
 fi
 # ${a[@]+"${a[@]}"}: an empty array expands to nothing under set -u, also in bash 3.2 (macOS).
 template_args=(--resource-group "$group" --template-file infra/main.bicep --parameters "@${params}" ${writer_args[@]+"${writer_args[@]}"})
@@ -190,17 +198,17 @@ if runs code; then
 fi
 
 if runs smoke; then
-  # The host is up, routes /DrawRequest and runs authentication (as the availability test does).
-  for attempt in $(seq 1 20); do
-    status="$(curl --silent --output /dev/null --write-out '%{http_code}' --max-time 30 \
-      --request POST --header 'Content-Type: application/json' --data '[]' "${url}/DrawRequest" || true)"
-    if [ "$status" = "401" ]; then
-      echo "smoke check: POST ${url}/DrawRequest without a token answered 401"
-      exit 0
-    fi
-    echo "smoke check: answered ${status:-nothing} (attempt $attempt); waiting ${SMOKE_RETRY_SECONDS:-15} s"
-    sleep "${SMOKE_RETRY_SECONDS:-15}"
-  done
-  echo "smoke check failed: POST ${url}/DrawRequest never answered 401; see Application Insights (docs/runbook.md)" >&2
-  exit 1
+  # A token only the smoke identity can get: signed in as anyone else (a person), the settings go unproven.
+  token=""
+  signed_in="$(az account show --query user.name -o tsv)"
+  if [ -n "$smoke_client" ] && [ "$signed_in" = "$smoke_client" ]; then
+    scope="$(output apiIdentifierUri)/.default"
+    token="$(az account get-access-token --scope "$scope" --query accessToken -o tsv)" || {
+      echo "smoke check failed (SMOKE_NO_TOKEN): $signed_in got no token for $scope: is the API application deployed, and its app role granted to the smoke identity (infra step)?" >&2
+      exit 1
+    }
+  else
+    echo "smoke check: signed in as ${signed_in}, not the smoke identity (${smoke_client:-none: infra/env/${env}.pipeline.json is not filled in}); only the check without a token runs"
+  fi
+  SMOKE_TOKEN="$token" node scripts/smokeCheck.cjs "$url"
 fi

@@ -1,20 +1,26 @@
 /**
- * The pipeline and scripts/deploy.sh, run for real against a recording stand-in of the Azure CLI
- * (tests/support/azStandIn.cjs: real JMESPath, the CLI's tsv) and a local "function app" for the smoke
- * check. The workflows run as GitHub would for a push to main, a pull request and a rollback
+ * The pipeline and scripts/deploy.sh, run for real against recording stand-ins of the Azure CLI
+ * (tests/support/azStandIn.cjs: real JMESPath, the CLI's tsv, Entra's token rules) and the GitHub CLI
+ * (tests/support/ghStandIn.cjs: GitHub's REST shapes of workflow runs), and a local "function app" that
+ * answers as the contract says from what the pipeline deployed (tests/support/functionAppStandIn.cjs).
+ * The workflows run as GitHub would for a push to main, a pull request and a rollback
  * (tests/support/workflowRunner.ts); the calls each makes, in order and with their arguments, are the
  * assertions: what-if before create, infrastructure before code, dev before prod, the same package
- * everywhere, nothing written by a pull request. Each sign-in presents the token GitHub would give the job
- * and is accepted only if exactly one federated credential that infra/bootstrap.bicep gives that client
- * id's identity matches it, as Microsoft Entra ID decides (tests/support/oidcTrust.ts).
+ * everywhere, nothing written by a pull request, nothing of a run that is not a release downloaded, and a
+ * smoke check that fails, naming the likely setting, when the deployed settings are wrong. Each sign-in
+ * presents the token GitHub would give the job and is accepted only if exactly one federated credential
+ * that infra/bootstrap.bicep gives that client id's identity matches it, as Microsoft Entra ID decides
+ * (tests/support/oidcTrust.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { HttpResponseInit } from '@azure/functions';
+import { DETAILS, accepted, badRequest, dependencyFailed, unauthorized } from '../../lib/problem';
 import { bootstrapCredentials, matching, type FederatedCredential, type GitHubRepository, type OidcToken } from '../support/oidcTrust';
-import { runWorkflow, type RunRecord } from '../support/workflowRunner';
+import { StepFailed, runWorkflow, type RunRecord } from '../support/workflowRunner';
 
 const ROOT = join(__dirname, '..', '..');
 const TARGETS = {
@@ -28,9 +34,16 @@ const PARTNERS = {
   ],
   prod: [{ partnerId: 'PARTNER-001', clientAppId: '5c2a9e10-dddd-4eee-8fff-000011112222' }],
 } as const;
-
 /** The repository the pipeline runs in, created after 15 July 2026: GitHub sends immutable subjects. */
 const REPOSITORY: GitHubRepository = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456', immutableSubject: true };
+/** Its owner/name: github.repository, and the full_name GitHub's REST API gives. */
+const FULL_NAME = `${REPOSITORY.owner}/${REPOSITORY.name}`;
+/** deploy.yml as GitHub's REST API gives it (GET /repos/{owner}/{repo}/actions/workflows/deploy.yml). */
+const DEPLOY_WORKFLOW = { id: 161335, name: 'deploy', path: '.github/workflows/deploy.yml', state: 'active' };
+/** The loan docs/contract.md §4.5 reserves for the smoke check, and its partner. */
+const SMOKE_LOAN = 9007199254740991;
+const SMOKE_PARTNER = 'DEPLOY-SMOKE-CHECK';
+
 /** The user-assigned identity each client id of TARGETS belongs to. */
 const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Object.fromEntries(
   (['dev', 'prod'] as const).flatMap((env) => [
@@ -43,7 +56,7 @@ let CREDENTIALS: Record<'dev' | 'prod', FederatedCredential[]>;
 const bootstrapped = (env: 'dev' | 'prod', format?: string) =>
   bootstrapCredentials({
     environmentName: env,
-    githubRepository: `${REPOSITORY.owner}/${REPOSITORY.name}`,
+    githubRepository: FULL_NAME,
     githubOwnerId: REPOSITORY.ownerId,
     githubRepositoryId: REPOSITORY.id,
     ...(format === undefined ? {} : { githubSubjectFormat: format }),
@@ -64,26 +77,83 @@ let dir: string;
 let app: ChildProcess;
 let url: string;
 let appLog: string;
+/** Its settings and storage, rewritten by each test (read on every request). */
+let appConfig: string;
 beforeAll(async () => {
-  appLog = join(mkdtempSync(join(tmpdir(), 'pipeline-app-')), 'requests.log');
-  const source = `
-    const { appendFileSync } = require('node:fs');
-    const server = require('node:http').createServer((req, res) => {
-      appendFileSync(process.argv[1], req.method + ' ' + req.url + '\\n');
-      res.writeHead(req.method === 'POST' && req.url === '/DrawRequest' ? 401 : 404).end();
-    });
-    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
-  app = spawn(process.execPath, ['-e', source, appLog], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const appDir = mkdtempSync(join(tmpdir(), 'pipeline-app-'));
+  appLog = join(appDir, 'requests.log');
+  appConfig = join(appDir, 'config.json');
+  app = spawn(process.execPath, [join(ROOT, 'tests', 'support', 'functionAppStandIn.cjs'), appLog, appConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => app.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   url = `http://127.0.0.1:${port}`;
 });
 afterAll(() => {
   app?.kill();
 });
-const smokeRequests = () => readFileSync(appLog, 'utf8').trim().split('\n');
+
+interface AppRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly token: boolean;
+  readonly idempotencyKey: string | null;
+}
+const appRequests = (): AppRequest[] =>
+  existsSync(appLog)
+    ? readFileSync(appLog, 'utf8')
+        .trim()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as AppRequest)
+    : [];
+
+const wire = (response: HttpResponseInit) => ({ status: response.status, headers: response.headers, body: response.body ?? '' });
+/** The service as deployed right: its settings name the four tables the account has, and no loan exists. */
+function appSettings(azState: string): Record<string, unknown> {
+  const id = randomUUID();
+  const rule4 = [0, 1].map((index) => ({
+    code: 'InvalidLoanNumber' as const,
+    detail: DETAILS.loanNotFound,
+    index,
+    loanNumber: SMOKE_LOAN,
+    pointer: `/${index}/loanNumber`,
+  }));
+  return {
+    azState,
+    audiences: ['api://api-app-id-dev/.default', 'api://api-app-id-prod/.default'],
+    settings: { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' },
+    tables: ['Partners', 'Loans', 'DrawRequests', 'IdempotencyKeys'],
+    loanNumbers: [],
+    records: false,
+    // The service's own answers (lib/problem.ts), as docs/contract.md §2.1-§2.4 and §4.5 give them.
+    answers: {
+      noToken: wire(unauthorized(id, false)),
+      badToken: wire(unauthorized(id, true)),
+      dependencyFailed: wire(dependencyFailed(id)),
+      noSuchLoan: wire(badRequest(id, rule4, 2)),
+      other: wire(badRequest(id, [{ code: 'InvalidRequest', detail: DETAILS.notArray }])),
+      recorded: wire(accepted(id)),
+    },
+  };
+}
+function deployApp(change: (config: Record<string, unknown>) => void): void {
+  const config = JSON.parse(readFileSync(appConfig, 'utf8')) as Record<string, unknown>;
+  change(config);
+  writeFileSync(appConfig, JSON.stringify(config));
+}
 
 /** A repository checkout with the environments bootstrapped (pipeline files filled in) and partners listed. */
-function workspace(): { workspace: string; zipSha: string; bin: string; state: string; log: string } {
+interface Setup {
+  readonly workspace: string;
+  readonly zipSha: string;
+  /** The stand-ins' folder (az, gh), put first on PATH. */
+  readonly bin: string;
+  readonly state: string;
+  readonly log: string;
+  readonly ghState: string;
+  readonly ghLog: string;
+  readonly artifacts: string;
+}
+function workspace(): Setup {
   dir = mkdtempSync(join(tmpdir(), 'pipeline-'));
   const ws = join(dir, 'repo');
   for (const part of ['infra', 'scripts', '.github']) cpSync(join(ROOT, part), join(ws, part), { recursive: true });
@@ -103,14 +173,55 @@ function workspace(): { workspace: string; zipSha: string; bin: string; state: s
   writeFileSync(join(ws, 'dist', 'draw-request-service.zip'), zip);
   const bin = join(dir, 'bin');
   mkdirSync(bin);
-  writeFileSync(join(bin, 'az'), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'tests', 'support', 'azStandIn.cjs')}" "$@"\n`);
-  chmodSync(join(bin, 'az'), 0o755);
+  for (const cli of ['az', 'gh']) {
+    writeFileSync(join(bin, cli), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'tests', 'support', `${cli}StandIn.cjs`)}" "$@"\n`);
+    chmodSync(join(bin, cli), 0o755);
+  }
   const state = join(dir, 'az-state.json');
   writeFileSync(
     state,
     JSON.stringify({ signedIn: { name: 'nobody', type: 'user' }, functionAppUrl: url, groups: ['rg-drawreq-dev', 'rg-drawreq-prod'], deployments: {} }),
   );
-  return { workspace: ws, zipSha: createHash('sha256').update(zip).digest('hex'), bin, state, log: join(dir, 'az.log') };
+  const ghState = join(dir, 'gh-state.json');
+  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {} }));
+  writeFileSync(appConfig, JSON.stringify(appSettings(state)));
+  rmSync(appLog, { force: true });
+  return {
+    workspace: ws,
+    zipSha: createHash('sha256').update(zip).digest('hex'),
+    bin,
+    state,
+    log: join(dir, 'az.log'),
+    ghState,
+    ghLog: join(dir, 'gh.log'),
+    artifacts: join(dir, 'artifacts'),
+  };
+}
+
+/** A workflow run as GitHub's REST API gives it (GET /repos/{owner}/{repo}/actions/runs/{run_id}): by default a release. */
+function ghRun(id: string, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  const repository = { id: Number(REPOSITORY.id), name: REPOSITORY.name, full_name: FULL_NAME, fork: false };
+  return {
+    id: Number(id),
+    name: 'deploy',
+    head_branch: 'main',
+    head_sha: 'c0ffee'.padEnd(40, '0'),
+    path: DEPLOY_WORKFLOW.path,
+    run_attempt: 1,
+    event: 'push',
+    status: 'completed',
+    conclusion: 'success',
+    workflow_id: DEPLOY_WORKFLOW.id,
+    repository,
+    head_repository: repository,
+    ...fields,
+  };
+}
+/** What GitHub records of a run, as the test's GitHub. */
+function recordRun(setup: Setup, run: Record<string, unknown>): void {
+  const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as { runs: Record<string, unknown> };
+  state.runs[String(run.id)] = run;
+  writeFileSync(setup.ghState, JSON.stringify(state));
 }
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -149,37 +260,53 @@ const verb = (c: Call) =>
     )
     .join(' ');
 
+/** The environment of every step and script: the stand-ins first on PATH, with their state. */
+const standInEnv = (setup: Setup): Record<string, string> => ({
+  PATH: `${setup.bin}:${process.env.PATH ?? ''}`,
+  HOME: dir,
+  AZ_STATE: setup.state,
+  AZ_LOG: setup.log,
+  GH_STATE: setup.ghState,
+  GH_LOG: setup.ghLog,
+  GH_ARTIFACTS: setup.artifacts,
+  SMOKE_RETRY_SECONDS: '0',
+  SMOKE_ATTEMPTS: '3',
+  DEPLOY_RETRY_SECONDS: '0',
+});
+
+/** Runs deploy.yml for `event`; GitHub knows the run (in progress, then its conclusion) as the provenance check reads it. */
 function run(
   event: 'push' | 'pull_request' | 'workflow_dispatch',
-  setup: ReturnType<typeof workspace>,
+  setup: Setup,
   runId: string,
   inputs?: Record<string, unknown>,
-  artifacts?: string,
   oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]> } = {},
 ): RunRecord {
-  return runWorkflow('deploy.yml', {
-    workspace: setup.workspace,
-    event,
-    inputs,
-    runId,
-    artifacts: artifacts ?? join(dir, 'artifacts'),
-    env: {
-      PATH: `${setup.bin}:${process.env.PATH ?? ''}`,
-      HOME: dir,
-      AZ_STATE: setup.state,
-      AZ_LOG: setup.log,
-      SMOKE_RETRY_SECONDS: '0',
-      DEPLOY_RETRY_SECONDS: '0',
-    },
-    // The build's npm steps (Core Tools, .ci/run, npm run package) are proven by CI itself.
-    skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
-    repository: oidc.repository ?? REPOSITORY,
-    login: (clientId, token) => {
-      exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
-      oidc.tokens?.push([clientId, token.sub]);
-      signIn(setup.state, clientId, 'servicePrincipal');
-    },
-  });
+  const headBranch = event === 'pull_request' ? 'feature/clearer-rules' : 'main';
+  recordRun(setup, ghRun(runId, { event, head_branch: headBranch, status: 'in_progress', conclusion: null }));
+  let conclusion = 'failure';
+  try {
+    const record = runWorkflow('deploy.yml', {
+      workspace: setup.workspace,
+      event,
+      inputs,
+      runId,
+      artifacts: setup.artifacts,
+      env: standInEnv(setup),
+      // The build's npm steps (Core Tools, .ci/run, npm run package) are proven by CI itself.
+      skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
+      repository: oidc.repository ?? REPOSITORY,
+      login: (clientId, token) => {
+        exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
+        oidc.tokens?.push([clientId, token.sub]);
+        signIn(setup.state, clientId, 'servicePrincipal');
+      },
+    });
+    conclusion = 'success';
+    return record;
+  } finally {
+    recordRun(setup, ghRun(runId, { event, head_branch: headBranch, status: 'completed', conclusion }));
+  }
 }
 
 describe('a push to main', () => {
@@ -194,14 +321,16 @@ describe('a push to main', () => {
       'dev-deploy-client: deployment group create rg-drawreq-dev',
       'dev-deploy-client: storage entity insert',
       'dev-deploy-client: storage entity insert',
+      'dev-deploy-client: storage entity insert',
       'dev-deploy-client: functionapp deploy rg-drawreq-dev',
       'prod-deploy-client: deployment group what-if rg-drawreq-prod',
       'prod-deploy-client: group exists',
       'prod-deploy-client: deployment group create rg-drawreq-prod',
       'prod-deploy-client: storage entity insert',
+      'prod-deploy-client: storage entity insert',
       'prod-deploy-client: functionapp deploy rg-drawreq-prod',
     ]);
-    // Every template call: the environment's own files, and its deploying identity may write Partners.
+    // Every template call: the environment's own files; its deploying identity may write Partners and is the smoke identity.
     for (const c of log.filter((c) => isCall(c, 'deployment', 'group', 'what-if') || isCall(c, 'deployment', 'group', 'create'))) {
       const env = groupOf(c).replace('rg-drawreq-', '') as 'dev' | 'prod';
       expect(c.args).toEqual(
@@ -211,6 +340,7 @@ describe('a push to main', () => {
           `@infra/env/${env}.parameters.json`,
           `partnerWriterPrincipalId=${TARGETS[env].deployPrincipalId}`,
           'partnerWriterPrincipalType=ServicePrincipal',
+          `smokeClientAppId=${TARGETS[env].deployClientId}`,
         ]),
       );
       expect(c.args).not.toContain('--validation-level');
@@ -222,18 +352,48 @@ describe('a push to main', () => {
       ['func-drawreq-dev-abc123', 'release/draw-request-service.zip', setup.zipSha],
       ['func-drawreq-prod-abc123', 'release/draw-request-service.zip', setup.zipSha],
     ]);
-    expect(record.steps.filter((s) => s.includes('smoke check'))).toHaveLength(2);
-    expect(smokeRequests().filter((r) => r === 'POST /DrawRequest').length).toBeGreaterThanOrEqual(2);
+    // Each environment's smoke check: a token for its own API, as its deploying identity, after the code.
+    const tokens = log.filter((c) => isCall(c, 'account', 'get-access-token'));
+    expect(tokens.map((c) => [c.as, after(c, '--scope')])).toEqual([
+      ['dev-deploy-client', 'api://api-app-id-dev/.default'],
+      ['prod-deploy-client', 'api://api-app-id-prod/.default'],
+    ]);
+    expect(log.indexOf(tokens[0])).toBeGreaterThan(log.indexOf(deploys[0]));
+    expect(appRequests().map((r) => [r.token, r.idempotencyKey])).toEqual([
+      [false, null],
+      [true, 'deployment-smoke-check'],
+      [false, null],
+      [true, 'deployment-smoke-check'],
+    ]);
+    // Each environment's deployment first proved the run a release (this run, in progress, deploying its own build).
+    expect(record.steps.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
+      'deploy-dev > provenance',
+      'deploy-dev > provenance',
+      ...Array<string>(6).fill('deploy-dev > deploy'),
+      'deploy-prod > provenance',
+      'deploy-prod > provenance',
+      ...Array<string>(6).fill('deploy-prod > deploy'),
+    ]);
     expect(Object.entries(record.summaries).map(([job, text]) => [job, text.split('\n')[0]])).toEqual([
       ['deploy-dev > deploy', '### What-if: dev (rg-drawreq-dev)'],
       ['deploy-prod > deploy', '### What-if: prod (rg-drawreq-prod)'],
     ]);
   });
 
-  test("each partner of the environment's parameters file gets its Partners row, inactive ones as inactive, signed in as the deployer", () => {
+  test("each partner of the environment's parameters file gets its Partners row, inactive ones as inactive, and the smoke partner its own, signed in as the deployer", () => {
     const setup = workspace();
     run('push', setup, '901');
     const inserts = calls(setup.log).filter((c) => isCall(c, 'storage', 'entity', 'insert'));
+    const row = (as: string, account: string, clientId: string, partnerId: string, active: boolean) => [
+      as,
+      account,
+      'Partners',
+      `PartitionKey=${clientId}`,
+      'RowKey=',
+      `PartnerId=${partnerId}`,
+      `Active=${active}`,
+      'Active@odata.type=Edm.Boolean',
+    ];
     expect(
       inserts.map((c) => [
         c.as,
@@ -242,42 +402,17 @@ describe('a push to main', () => {
         ...c.args.slice(c.args.indexOf('--entity') + 1, c.args.indexOf('--entity') + 6),
       ]),
     ).toEqual([
-      [
-        'dev-deploy-client',
-        'stdrawreqdevabc123',
-        'Partners',
-        `PartitionKey=${PARTNERS.dev[0].clientAppId}`,
-        'RowKey=',
-        'PartnerId=PARTNER-001',
-        'Active=true',
-        'Active@odata.type=Edm.Boolean',
-      ],
-      [
-        'dev-deploy-client',
-        'stdrawreqdevabc123',
-        'Partners',
-        `PartitionKey=${PARTNERS.dev[1].clientAppId}`,
-        'RowKey=',
-        'PartnerId=PARTNER-003',
-        'Active=false',
-        'Active@odata.type=Edm.Boolean',
-      ],
-      [
-        'prod-deploy-client',
-        'stdrawreqprodabc123',
-        'Partners',
-        `PartitionKey=${PARTNERS.prod[0].clientAppId}`,
-        'RowKey=',
-        'PartnerId=PARTNER-001',
-        'Active=true',
-        'Active@odata.type=Edm.Boolean',
-      ],
+      row('dev-deploy-client', 'stdrawreqdevabc123', PARTNERS.dev[0].clientAppId, 'PARTNER-001', true),
+      row('dev-deploy-client', 'stdrawreqdevabc123', PARTNERS.dev[1].clientAppId, 'PARTNER-003', false),
+      row('dev-deploy-client', 'stdrawreqdevabc123', TARGETS.dev.deployClientId, SMOKE_PARTNER, true),
+      row('prod-deploy-client', 'stdrawreqprodabc123', PARTNERS.prod[0].clientAppId, 'PARTNER-001', true),
+      row('prod-deploy-client', 'stdrawreqprodabc123', TARGETS.prod.deployClientId, SMOKE_PARTNER, true),
     ]);
     for (const c of inserts) expect(c.args).toEqual(expect.arrayContaining(['--auth-mode', 'login', '--if-exists', 'replace']));
   });
 });
 
-test('a pull request previews dev and prod with the read-only identities and changes nothing', () => {
+test('a pull request previews dev and prod with the read-only identities, changes nothing and keeps no artifact', () => {
   const setup = workspace();
   const record = run('pull_request', setup, '902');
   const log = calls(setup.log);
@@ -289,30 +424,125 @@ test('a pull request previews dev and prod with the read-only identities and cha
   for (const c of log.filter((c) => isCall(c, 'deployment'))) expect(c.args.join(' ')).toMatch(/partnerWriterPrincipalId=(dev|prod)-deploy-object/);
   expect(Object.values(record.summaries).map((s) => s.split('\n')[0])).toEqual(['### What-if: dev (rg-drawreq-dev)', '### What-if: prod (rg-drawreq-prod)']);
   expect(record.steps.some((s) => s.startsWith('deploy-'))).toBe(false);
+  // Built and tested, never kept: there is no deployable artifact of a pull request to roll back to.
+  expect(record.steps).toEqual(
+    expect.arrayContaining([
+      'build: artifact (the package, and the infra/ and scripts it is deployed with) (skipped)',
+      'build: actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f (skipped)',
+    ]),
+  );
+  expect(existsSync(join(setup.artifacts, '902'))).toBe(false);
 });
 
 test("a rollback re-deploys an earlier run's artifact to the chosen environment: its code only, then the smoke check", () => {
   const setup = workspace();
   run('push', setup, '903');
   rmSync(setup.log);
+  rmSync(setup.ghLog);
   // A later release replaced the package in the workspace; the rollback must not pick it up.
   writeFileSync(join(setup.workspace, 'dist', 'draw-request-service.zip'), randomBytes(10));
   run('workflow_dispatch', setup, '904', { environment: 'prod', run_id: '903', with_infrastructure: false });
   const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
   expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['prod-deploy-client', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
+  // The run was read from GitHub (with deploy.yml's id) before its artifact was downloaded.
+  expect(ghCalls(setup)).toEqual([`api repos/${FULL_NAME}/actions/runs/903`, `api repos/${FULL_NAME}/actions/workflows/deploy.yml`]);
+});
+
+const ghCalls = (setup: Setup): string[] =>
+  existsSync(setup.ghLog)
+    ? readFileSync(setup.ghLog, 'utf8')
+        .trim()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => (JSON.parse(l) as { args: string[] }).args.join(' '))
+    : [];
+
+/**
+ * An artifact kept under `runId` as GitHub keeps every run's upload: a pull request that edits deploy.yml
+ * can upload one. Its deploy.sh is the attacker's: it leaves a mark and deploys, if it is ever run.
+ */
+function plantArtifact(setup: Setup, runId: string): string {
+  const release = join(setup.artifacts, runId, 'draw-request-service');
+  mkdirSync(join(release, 'scripts'), { recursive: true });
+  cpSync(join(setup.workspace, 'infra'), join(release, 'infra'), { recursive: true });
+  cpSync(join(setup.workspace, 'scripts', 'target.sh'), join(release, 'scripts', 'target.sh'));
+  cpSync(join(setup.workspace, 'dist', 'draw-request-service.zip'), join(release, 'draw-request-service.zip'));
+  writeFileSync(join(release, 'build.json'), JSON.stringify({ commit: 'bad'.padEnd(40, '0'), run: runId }));
+  const mark = join(dir, `ran-the-artifact-of-${runId}`);
+  writeFileSync(
+    join(release, 'scripts', 'deploy.sh'),
+    `#!/usr/bin/env bash\ntouch "${mark}"\ncd "$(dirname "$0")/.."\naz deployment group create --resource-group rg-drawreq-dev --template-file infra/main.bicep --parameters @infra/env/dev.parameters.json\n`,
+  );
+  return mark;
+}
+
+/** What the provenance check refused a run for: its stable codes, in order. */
+const refusalCodes = (failure: StepFailed): string[] => [...failure.stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
+
+function refusal(action: () => unknown): StepFailed {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof StepFailed) return error;
+    throw error;
+  }
+  throw new Error('the run was not refused');
+}
+
+describe('a rollback deploys only a release: a successful push to main of deploy.yml in this repository', () => {
+  const refused: Array<[string, Record<string, unknown>, string[]]> = [
+    ["a pull request's run", { event: 'pull_request', head_branch: 'feature/clearer-rules' }, ['ERR_RUN_EVENT', 'ERR_RUN_BRANCH']],
+    ['a failed run', { conclusion: 'failure' }, ['ERR_RUN_CONCLUSION']],
+    ['a run still in progress', { status: 'in_progress', conclusion: null }, ['ERR_RUN_CONCLUSION']],
+    ["another workflow's run", { path: '.github/workflows/nightly.yml', workflow_id: 161_400 }, ['ERR_RUN_WORKFLOW']],
+    [
+      "a fork's pull request from its main",
+      { event: 'pull_request', head_repository: { id: 900_013, name: REPOSITORY.name, full_name: `mallory/${REPOSITORY.name}`, fork: true } },
+      ['ERR_RUN_EVENT', 'ERR_RUN_FORK'],
+    ],
+    ['a run of another branch', { head_branch: 'release/2026-11' }, ['ERR_RUN_BRANCH']],
+  ];
+
+  test.each(refused)('%s is refused, naming why; nothing is downloaded, signed in to or deployed', (_name, fields, codes) => {
+    const setup = workspace();
+    const mark = plantArtifact(setup, '920');
+    recordRun(setup, ghRun('920', fields));
+    const failure = refusal(() => run('workflow_dispatch', setup, '921', { environment: 'dev', run_id: '920', with_infrastructure: true }));
+    expect(failure.step).toMatch(/^rollback > provenance: /);
+    expect(refusalCodes(failure)).toEqual(codes);
+    expect(failure.stderr).toContain(`run 920 is not a release of ${FULL_NAME}; nothing of it is downloaded or deployed`);
+    // The deploy job never started: no download, no sign-in, no Azure call, the artifact's script never ran.
+    expect(failure.record.steps.filter((s) => s.startsWith('rollback > deploy'))).toEqual([]);
+    expect(existsSync(setup.log)).toBe(false);
+    expect(existsSync(mark)).toBe(false);
+    expect(ghCalls(setup)).toEqual([`api repos/${FULL_NAME}/actions/runs/920`, `api repos/${FULL_NAME}/actions/workflows/deploy.yml`]);
+  });
+
+  test('a run GitHub does not know in this repository (another repository’s id) is refused', () => {
+    const setup = workspace();
+    plantArtifact(setup, '930');
+    recordRun(setup, ghRun('930', { repository: { id: 5, full_name: 'someone/else', fork: false } }));
+    const failure = refusal(() => run('workflow_dispatch', setup, '931', { environment: 'prod', run_id: '930', with_infrastructure: false }));
+    expect(refusalCodes(failure)).toEqual(['ERR_RUN_UNREADABLE']);
+    expect(existsSync(setup.log)).toBe(false);
+  });
+
+  test('the same artifact, from a release, is deployed: the check can pass', () => {
+    const setup = workspace();
+    const mark = plantArtifact(setup, '940');
+    // The form of `path` GitHub's OpenAPI description shows: this repository's deploy.yml all the same.
+    recordRun(setup, ghRun('940', { path: `${FULL_NAME}/.github/workflows/deploy.yml@refs/heads/main` }));
+    // The planted script deploys dev's template whatever it is asked: proof that this artifact's own script ran.
+    run('workflow_dispatch', setup, '941', { environment: 'dev', run_id: '940', with_infrastructure: false });
+    expect(existsSync(mark)).toBe(true);
+    expect(calls(setup.log).map(verb)).toEqual(['deployment group create']);
+  });
 });
 
 describe('scripts/deploy.sh by hand', () => {
-  const deploy = (setup: ReturnType<typeof workspace>, args: string[], extraPath = '') =>
+  const deploy = (setup: Setup, args: string[], extraPath = '') =>
     spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), ...args], {
-      env: {
-        PATH: `${extraPath}${setup.bin}:${process.env.PATH ?? ''}`,
-        HOME: dir,
-        AZ_STATE: setup.state,
-        AZ_LOG: setup.log,
-        SMOKE_RETRY_SECONDS: '0',
-        DEPLOY_RETRY_SECONDS: '0',
-      },
+      env: { ...standInEnv(setup), PATH: `${extraPath}${setup.bin}:${process.env.PATH ?? ''}` },
       encoding: 'utf8',
       input: '',
     });
@@ -340,10 +570,17 @@ describe('scripts/deploy.sh by hand', () => {
       'deployment group create',
       'storage entity insert',
       'storage entity insert',
+      'storage entity insert',
       'functionapp deploy',
     ]);
-    expect(log[1].args).toEqual(expect.arrayContaining(['partnerWriterPrincipalId=object-id-of-the-person', 'partnerWriterPrincipalType=User']));
-    expect(result.stdout).toContain('smoke check: POST');
+    // The smoke identity is the environment's deploying identity, whoever deploys: its grant and row stay.
+    expect(log[1].args).toEqual(
+      expect.arrayContaining(['partnerWriterPrincipalId=object-id-of-the-person', 'partnerWriterPrincipalType=User', 'smokeClientAppId=dev-deploy-client']),
+    );
+    // A person cannot get the smoke identity's token: only the check without a token runs, and says so.
+    expect(result.stdout).toContain('smoke check: signed in as jane@lender.example, not the smoke identity (dev-deploy-client)');
+    expect(result.stdout).toContain('The deployed settings are NOT proven');
+    expect(appRequests().map((r) => r.token)).toEqual([false]);
   });
 
   test('--what-if previews only; --code-only deploys the given package to the last deployment and smoke-checks it', () => {
@@ -379,27 +616,151 @@ describe('scripts/deploy.sh by hand', () => {
     expect(() => calls(setup.log)).toThrow(); // no call was made: no log at all
   });
 
-  test("scripts/rollback.sh: a person re-deploys a run's artifact (fetched with the GitHub CLI) with that artifact's own script", () => {
-    const setup = workspace();
-    run('push', setup, '905');
-    rmSync(setup.log);
-    signIn(setup.state, 'jane@lender.example', 'user');
-    const ghDir = join(dir, 'gh-bin');
-    mkdirSync(ghDir);
-    // gh run download <run> --name <name> --dir <dir>: the artifacts GitHub keeps, by run.
-    writeFileSync(join(ghDir, 'gh'), `#!/bin/sh\necho "gh $*" >> "${join(dir, 'gh.log')}"\ncp -R "${join(dir, 'artifacts')}/$3/$5/." "$7"\n`);
-    chmodSync(join(ghDir, 'gh'), 0o755);
-    const result = spawnSync('bash', [join(ROOT, 'scripts', 'rollback.sh'), 'prod', '905'], {
-      env: { PATH: `${ghDir}:${setup.bin}:${process.env.PATH ?? ''}`, HOME: dir, AZ_STATE: setup.state, AZ_LOG: setup.log, SMOKE_RETRY_SECONDS: '0' },
-      encoding: 'utf8',
+  describe('the smoke check proves the deployed settings with the smoke identity’s token', () => {
+    /** dev's infrastructure and Partners rows deployed by its deploying identity, which then runs the smoke step. */
+    function deployed(): Setup {
+      const setup = workspace();
+      signIn(setup.state, TARGETS.dev.deployClientId, 'servicePrincipal');
+      expect(deploy(setup, ['dev', '--infra-only', '--yes']).status).toBe(0);
+      rmSync(setup.log);
+      return setup;
+    }
+    const smoke = (setup: Setup) => deploy(setup, ['dev', '--step', 'smoke']);
+    const failureCode = (stderr: string) => /^smoke check failed \((SMOKE_[A-Z_]+)\): /m.exec(stderr)?.[1];
+
+    test('all right: 401 without a token, then the 400 only the right settings give; nothing was asked to be written', () => {
+      const setup = deployed();
+      const result = smoke(setup);
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(result.stdout).toContain(
+        `smoke check passed: without a token 401; with the smoke identity's token 400 Invalid Loan Number for reserved loan ${SMOKE_LOAN}`,
+      );
+      expect(appRequests().map((r) => [r.token, r.idempotencyKey])).toEqual([
+        [false, null],
+        [true, 'deployment-smoke-check'],
+      ]);
+      const log = calls(setup.log);
+      expect(log.map((c) => `${c.as}: ${verb(c)}`)).toEqual([
+        'dev-deploy-client: account show',
+        'dev-deploy-client: deployment group list',
+        'dev-deploy-client: deployment group list',
+        'dev-deploy-client: account show',
+        'dev-deploy-client: deployment group list',
+        'dev-deploy-client: account get-access-token',
+      ]);
+      expect(after(log[5], '--scope')).toBe('api://api-app-id-dev/.default');
     });
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    expect(readFileSync(join(dir, 'gh.log'), 'utf8')).toMatch(/^gh run download 905 --name draw-request-service --dir \S+\n$/);
-    expect(result.stdout).toContain('re-deploying run 905: {"commit":"c0ffee');
-    const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
-    expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['jane@lender.example', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
-    expect(spawnSync('bash', [join(ROOT, 'scripts', 'rollback.sh'), 'prod', 'latest'], { encoding: 'utf8' }).status).toBe(2);
+
+    test('a wrong audience (AUTH_AUDIENCE is not the API application the token is for): 401, failing and naming the auth settings', () => {
+      const setup = deployed();
+      deployApp((config) => (config.audiences = ['api://some-other-application/.default']));
+      const result = smoke(setup);
+      expect(result.status).toBe(1);
+      expect(failureCode(result.stderr)).toBe('SMOKE_AUTH');
+      expect(result.stderr).toMatch(/AUTH_TENANT_ID or AUTH_AUDIENCE/);
+    });
+
+    test('no Partners row for the smoke identity: 401, failing and naming the Partners row', () => {
+      const setup = deployed();
+      const state = JSON.parse(readFileSync(setup.state, 'utf8')) as Record<string, unknown>;
+      writeFileSync(setup.state, JSON.stringify({ ...state, tables: {} }));
+      const result = smoke(setup);
+      expect(failureCode(result.stderr)).toBe('SMOKE_AUTH');
+      expect(result.stderr).toMatch(/Partners row/);
+      // 401 may be a grant still replicating: asked again, as many times as allowed.
+      expect(appRequests().filter((r) => r.token)).toHaveLength(3);
+    });
+
+    test('a table name the storage account does not have (LOANS_TABLE): 502, failing and naming storage', () => {
+      const setup = deployed();
+      deployApp((config) => ((config.settings as Record<string, string>).loansTable = 'Loan'));
+      const result = smoke(setup);
+      expect(result.status).toBe(1);
+      expect(failureCode(result.stderr)).toBe('SMOKE_STORAGE');
+      expect(result.stderr).toMatch(/storage, that is TABLES_ENDPOINT, a table name/);
+    });
+
+    test('an unexpected 204 (the service recorded what it must refuse): failing at once, not asked again', () => {
+      const setup = deployed();
+      deployApp((config) => (config.records = true));
+      const result = smoke(setup);
+      expect(result.status).toBe(1);
+      expect(failureCode(result.stderr)).toBe('SMOKE_RECORDED');
+      expect(appRequests().filter((r) => r.token)).toHaveLength(1);
+    });
+
+    test('the reserved loan exists: the answer is not the one the settings prove, failing at once', () => {
+      const setup = deployed();
+      deployApp((config) => (config.loanNumbers = [SMOKE_LOAN]));
+      const result = smoke(setup);
+      expect(failureCode(result.stderr)).toBe('SMOKE_UNEXPECTED');
+      expect(result.stderr).toContain(`A Loans row ${SMOKE_LOAN} must not exist`);
+    });
+
+    test('the smoke identity was never granted the app role (a deployment before it was one): no token, failing before any request', () => {
+      const setup = deployed();
+      const state = JSON.parse(readFileSync(setup.state, 'utf8')) as {
+        deployments: Record<string, Array<{ properties: { outputs: Record<string, { value: unknown }> } }>>;
+      };
+      for (const d of state.deployments['rg-drawreq-dev']) d.properties.outputs.partnerRows.value = [];
+      writeFileSync(setup.state, JSON.stringify(state));
+      const result = smoke(setup);
+      expect(result.status).toBe(1);
+      expect(result.stderr).toMatch(/AADSTS501051/);
+      expect(result.stderr).toMatch(/^smoke check failed \(SMOKE_NO_TOKEN\): /m);
+      expect(appRequests()).toEqual([]);
+    });
+
+    test('without a token the service must refuse: a 400 means authentication is off, failing at once', () => {
+      const setup = deployed();
+      deployApp(
+        (config) => ((config.answers as Record<string, unknown>).noToken = wire(badRequest('x', [{ code: 'InvalidRequest', detail: DETAILS.notArray }]))),
+      );
+      const result = smoke(setup);
+      expect(failureCode(result.stderr)).toBe('SMOKE_UNAUTHENTICATED');
+      expect(appRequests()).toHaveLength(1);
+    });
+  });
+
+  describe("scripts/rollback.sh: a person re-deploys a run's artifact with that artifact's own script, once GitHub proves the run a release", () => {
+    const rollback = (setup: Setup, ...args: string[]) =>
+      spawnSync('bash', [join(ROOT, 'scripts', 'rollback.sh'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+
+    test('a release is fetched with the GitHub CLI, from the repository it was proven in, and deployed', () => {
+      const setup = workspace();
+      run('push', setup, '905');
+      rmSync(setup.log);
+      rmSync(setup.ghLog);
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'prod', '905');
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(ghCalls(setup).map((c) => c.replace(/--dir \S+$/, '--dir <temporary>'))).toEqual([
+        'repo view --json nameWithOwner',
+        `api repos/${FULL_NAME}/actions/runs/905`,
+        `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+        `run download 905 --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
+      ]);
+      expect(result.stdout).toContain(`run 905 is a release: a successful push to main of .github/workflows/deploy.yml in ${FULL_NAME}`);
+      expect(result.stdout).toContain('re-deploying run 905: {"commit":"c0ffee');
+      const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
+      expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['jane@lender.example', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
+      expect(rollback(setup, 'prod', 'latest').status).toBe(2);
+    });
+
+    test("a pull request's run is refused by hand too, before anything is downloaded", () => {
+      const setup = workspace();
+      const mark = plantArtifact(setup, '906');
+      recordRun(setup, ghRun('906', { event: 'pull_request', head_branch: 'feature/clearer-rules' }));
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'dev', '906', '--with-infrastructure');
+      expect(result.status).toBe(1);
+      expect([...result.stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1])).toEqual(['ERR_RUN_EVENT', 'ERR_RUN_BRANCH']);
+      expect(ghCalls(setup).some((c) => c.startsWith('run download'))).toBe(false);
+      expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
+    });
   });
 
   test('scripts/target.sh refuses an environment not bootstrapped yet, naming what to fill in', () => {
@@ -416,9 +777,12 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
     const prefix = repository.immutableSubject
       ? `repo:${repository.owner}@${repository.ownerId}/${repository.name}@${repository.id}`
       : `repo:${repository.owner}/${repository.name}`;
+    // A deploy job signs in twice (again before the code and the smoke check): the same subject, accepted both times.
     return event === 'push'
       ? [
           ['dev-deploy-client', `${prefix}:environment:dev`],
+          ['dev-deploy-client', `${prefix}:environment:dev`],
+          ['prod-deploy-client', `${prefix}:environment:prod`],
           ['prod-deploy-client', `${prefix}:environment:prod`],
         ]
       : [
@@ -437,7 +801,7 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
     ] as const) {
       const setup = workspace();
       const tokens: Array<[string, string]> = [];
-      run(event, setup, runId, undefined, undefined, { repository, tokens });
+      run(event, setup, runId, undefined, { repository, tokens });
       expect(tokens).toEqual(subjects(repository, event));
       rmSync(dir, { recursive: true, force: true }); // afterEach removes only the last workspace
     }
@@ -447,8 +811,8 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
     const setup = workspace();
     run('push', setup, '912');
     const tokens: Array<[string, string]> = [];
-    run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: '912', with_infrastructure: false }, undefined, { tokens });
-    expect(tokens).toEqual([['prod-deploy-client', 'repo:octo-org@123/octo-repo@456:environment:prod']]);
+    run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: '912', with_infrastructure: false }, { tokens });
+    expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', 'repo:octo-org@123/octo-repo@456:environment:prod']));
   });
 
   test('credentials for the legacy subject only (the bootstrap before this fix) refuse a repository created today, before any Azure call', async () => {
@@ -456,7 +820,7 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
     for (const event of ['push', 'pull_request'] as const) {
       const setup = workspace();
       const first = subjects(REPOSITORY, event)[0][1];
-      expect(() => run(event, setup, '914', undefined, undefined, { credentials: legacyOnly })).toThrow(
+      expect(() => run(event, setup, '914', undefined, { credentials: legacyOnly })).toThrow(
         `AADSTS700213: No matching federated identity record found for presented assertion subject '${first}'.`,
       );
       expect(() => calls(setup.log)).toThrow(); // no az call at all: no log

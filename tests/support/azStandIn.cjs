@@ -4,7 +4,9 @@
 // --output tsv the CLI's), keeps what a deployment would leave behind in a state file, and appends every
 // call, with who is signed in, to a log. Any other call fails, so a new call cannot go unnoticed.
 //
-// AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] } }
+// AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] },
+//           tokens: { <access token>: { client, scope } } (the tokens it issued), tables: { <account>/<table>:
+//           { <PartitionKey>: { property: value } } } (the rows it inserted); both for the test's function app }
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
 const { createHash } = require('node:crypto');
 const { appendFileSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
@@ -58,33 +60,59 @@ function answer(data) {
   if (text !== '') process.stdout.write(`${text}\n`);
 }
 
-/** What infra/main.bicep would output for this parameters file (names as its modules build them). */
-function outputsFor(parametersFile) {
+/** What infra/main.bicep would output for this parameters file and these name=value parameters (names as its modules build them). */
+function outputsFor(parametersFile, inline) {
   const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')).parameters;
   const env = parameters.environmentName.value;
-  const value = (name, fallback) => (parameters[name] === undefined ? fallback : parameters[name].value);
+  const value = (name, fallback) => inline[name] ?? (parameters[name] === undefined ? fallback : parameters[name].value);
+  // The smoke identity is granted and registered as one more partner (main.bicep, smokePartners).
+  const smoke = value('smokeClientAppId', '') === '' ? [] : [{ clientAppId: value('smokeClientAppId'), partnerId: value('smokePartnerId') }];
   const outputs = {
     functionAppName: `func-drawreq-${env}-abc123`,
     functionAppUrl: state.functionAppUrl,
     storageAccountName: `stdrawreq${env}abc123`,
     partnersTableName: value('partnersTableName', 'Partners'),
     apiAppId: `api-app-id-${env}`,
-    partnerRows: value('partners', []).map((p) => ({ clientId: p.clientAppId, partnerId: p.partnerId, active: p.active ?? true })),
+    apiIdentifierUri: `api://api-app-id-${env}`,
+    partnerRows: [...value('partners', []), ...smoke].map((p) => ({ clientId: p.clientAppId, partnerId: p.partnerId, active: p.active ?? true })),
   };
   return Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, { type: Array.isArray(v) ? 'Array' : 'String', value: v }]));
 }
 
 function templateCall() {
   const template = option('--template-file');
-  const parameterFiles = values('--parameters').filter((p) => p.startsWith('@'));
+  const given = values('--parameters');
+  const parameterFiles = given.filter((p) => p.startsWith('@'));
   if (template === undefined || !existsSync(resolve(template))) fail(`no template file ${template}`);
   if (parameterFiles.length !== 1 || !existsSync(resolve(parameterFiles[0].slice(1)))) fail(`no parameters file in ${parameterFiles}`);
-  return resolve(parameterFiles[0].slice(1));
+  const inline = Object.fromEntries(given.filter((p) => !p.startsWith('@')).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+  return { parametersFile: resolve(parameterFiles[0].slice(1)), inline };
+}
+
+/**
+ * Entra's answer to a client-credentials request for `<App ID URI>/.default`: the API must be deployed,
+ * and (appRoleAssignmentRequired) the caller granted its role, which the deployment's partner rows are.
+ */
+function accessToken(scope) {
+  const deployed = Object.values(state.deployments)
+    .flat()
+    .filter((d) => d.properties.provisioningState === 'Succeeded' && `${d.properties.outputs.apiIdentifierUri?.value}/.default` === scope);
+  if (deployed.length === 0) fail(`AADSTS500011: The resource principal named ${scope.replace(/\/\.default$/, '')} was not found in the tenant`);
+  if (state.signedIn.type !== 'servicePrincipal') fail(`AADSTS65001: The user or administrator has not consented to use the application`);
+  const granted = deployed.some((d) => d.properties.outputs.partnerRows.value.some((row) => row.clientId === state.signedIn.name));
+  if (!granted) fail(`AADSTS501051: Application '${state.signedIn.name}' is not assigned to a role for the application '${scope}'`);
+  const token = Buffer.from(JSON.stringify({ client: state.signedIn.name, scope, n: Object.keys(state.tokens ?? {}).length })).toString('base64url');
+  state.tokens = { ...state.tokens, [token]: { client: state.signedIn.name, scope } };
+  save();
+  return { accessToken: token, expiresOn: '2026-11-26 12:00:00.000000', expires_on: 1795694400, tokenType: 'Bearer' };
 }
 
 switch (command) {
   case 'account show':
     answer({ name: 'Draw Requests', id: '11111111-2222-4333-8444-555555555555', user: state.signedIn });
+    break;
+  case 'account get-access-token':
+    answer(accessToken(option('--scope')));
     break;
   case 'ad sp show':
     answer({ id: `object-id-of-${option('--id')}`, appId: option('--id') });
@@ -108,12 +136,15 @@ switch (command) {
     );
     break;
   case 'deployment group create': {
-    const parametersFile = templateCall();
+    const { parametersFile, inline } = templateCall();
     const group = option('--resource-group');
     if (!state.groups.includes(group)) fail(`resource group ${group} could not be found`);
     state.deployments[group] = [
       ...(state.deployments[group] ?? []),
-      { name: option('--name'), properties: { provisioningState: 'Succeeded', timestamp: new Date().toISOString(), outputs: outputsFor(parametersFile) } },
+      {
+        name: option('--name'),
+        properties: { provisioningState: 'Succeeded', timestamp: new Date().toISOString(), outputs: outputsFor(parametersFile, inline) },
+      },
     ];
     save();
     answer({});
@@ -128,9 +159,14 @@ switch (command) {
   case 'deployment group list':
     answer(state.deployments[option('--resource-group')] ?? []);
     break;
-  case 'storage entity insert':
+  case 'storage entity insert': {
+    const entity = Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+    const table = `${option('--account-name')}/${option('--table-name')}`;
+    state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: entity } };
+    save();
     answer({ etag: 'W/"datetime\'2026-11-25T00%3A00%3A00Z\'"' });
     break;
+  }
   case 'functionapp deploy': {
     const zip = option('--src-path');
     if (!existsSync(zip)) fail(`no package at ${zip}`);

@@ -7,6 +7,7 @@
  * (its subject by GitHub's documented rules: the job's environment, else the pull request, else the ref;
  * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in.
  * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||` and `!` (all these workflows use).
+ * A `run` step that fails stops the run with a StepFailed, as GitHub skips the steps and jobs after it.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,7 +47,7 @@ export interface RunOptions {
   readonly artifacts: string;
   /** A `run` step not to execute (its work is proven elsewhere), recorded as skipped. */
   readonly skip?: (step: Step) => boolean;
-  /** The repository the workflows run in: what its tokens' subjects name. */
+  /** The repository the workflows run in: what its tokens' subjects name; `github.repository` is its owner/name. */
   readonly repository: GitHubRepository;
   /** azure/login: exchange the job's token for the client id's identity (throw to refuse), and sign the stand-in in. */
   readonly login: (clientId: string, token: OidcToken) => void;
@@ -57,6 +58,23 @@ export interface RunRecord {
   readonly steps: string[];
   /** Job summaries, by job. */
   readonly summaries: Record<string, string>;
+}
+
+/**
+ * A `run` step that exited non-zero: the run stops there, as GitHub fails the job and skips the jobs
+ * that need it. Carries what ran up to and including that step, and the step's output.
+ */
+export class StepFailed extends Error {
+  constructor(
+    readonly step: string,
+    readonly status: number | null,
+    readonly stdout: string,
+    readonly stderr: string,
+    readonly record: RunRecord,
+  ) {
+    super(`${step} failed (${status}):\n${stdout}\n${stderr}`);
+    this.name = 'StepFailed';
+  }
 }
 
 /** Evaluates a workflow expression (without `${{ }}`). */
@@ -122,7 +140,14 @@ function outputsOf(file: string): Record<string, string> {
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
   const record: RunRecord = { steps: [], summaries: {} };
   const ref = options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main';
-  const github = { event_name: options.event, ref, run_id: options.runId, sha: 'c0ffee'.padEnd(40, '0'), token: 'github-token' };
+  const github = {
+    event_name: options.event,
+    ref,
+    run_id: options.runId,
+    repository: `${options.repository.owner}/${options.repository.name}`,
+    sha: 'c0ffee'.padEnd(40, '0'),
+    token: 'github-token',
+  };
   runJobs(file, { github, inputs: options.inputs ?? {} }, options, record, '');
   return record;
 }
@@ -203,7 +228,7 @@ function runSteps(steps: Step[], base: Context, options: RunOptions, record: Run
       encoding: 'utf8',
     });
     record.steps.push(title);
-    if (result.status !== 0) throw new Error(`${title} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+    if (result.status !== 0) throw new StepFailed(title, result.status, result.stdout, result.stderr, record);
     if (step.id !== undefined) stepsContext[step.id] = { outputs: outputsOf(output) };
   }
   if (existsSync(summary)) record.summaries[label] = readFileSync(summary, 'utf8');

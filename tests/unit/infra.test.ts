@@ -1225,12 +1225,28 @@ describe('Microsoft Entra ID as code: the Microsoft Graph Bicep extension', () =
     expect(exprText(mainModule('functionApp').params.authRequiredRole)).toBe('authRequiredRole');
   });
 
-  test("each partner of the parameters file is granted the API's role, and its Partners row is an output the deployment writes", () => {
+  test("each partner of the parameters file, and the smoke identity, is granted the API's role, and its Partners row is an output the deployment writes", () => {
     const grants = resourceOf(moduleFile('entraPartners'), 'Microsoft.Graph/appRoleAssignedTo').body;
     expect(grants).toEqual({ appRoleId: new Expr('roleId'), principalId: new Expr('clients[i].id'), resourceId: new Expr('apiServicePrincipalId') });
-    expect(exprText(mainModule('entraPartners').params.partners)).toBe('partners');
+    expect(exprText(mainModule('entraPartners').params.partners)).toBe('concat(partners, smokePartners)');
     expect(exprText(mainModule('entraPartners').params.roleId)).toBe('entraApi.outputs.roleId');
     expect(mainFile().outputs.has('partnerRows')).toBe(true);
+  });
+
+  test('the smoke identity is a partner only when scripts/deploy.sh names its client, under the reserved smokePartnerId', () => {
+    // The smoke check's token needs the app role and a Partners row: the same grant and row as a partner's.
+    const smoke = mainFile().vars.get('smokePartners')?.text.replace(/\s+/g, ' ');
+    expect(smoke).toBe('[ for clientAppId in (empty(smokeClientAppId) ? [] : [smokeClientAppId]): { partnerId: smokePartnerId clientAppId: clientAppId } ]');
+    expect(mainFile().params.get('smokeClientAppId')).toMatchObject({ type: 'string', defaultValue: '' });
+    expect(mainFile().params.get('smokePartnerId')).toMatchObject({ type: 'string', hasDefault: false });
+  });
+
+  test.each(ENVIRONMENTS)('%s: the smoke partner is reserved: a PartnerId no partner has, the one docs/contract.md §4.5 reserves', (env) => {
+    const smoke = envValue(env, 'smokePartnerId') as string;
+    expect(smoke).toMatch(/^[^/\\#?\p{Cc}]{1,256}$/u);
+    expect((envValue(env, 'partners') as Array<{ partnerId: string }>).map((p) => p.partnerId)).not.toContain(smoke);
+    const reserved = /^### 4\.5 [^]*?(?=^##)/m.exec(readFileSync(join(ROOT, 'docs', 'contract.md'), 'utf8'))?.[0] ?? '';
+    expect(reserved).toContain(`\`${smoke}\``);
   });
 
   test.each(ENVIRONMENTS)('%s: each partner names a PartnerId and the application id of its client, once', (env) => {

@@ -80,7 +80,7 @@ test('every action is pinned to a full commit, with the release it is in a comme
 test('no secret anywhere: no secrets context, no credentials input; Azure sign-in by federation only', () => {
   for (const file of FILES) expect(text(file)).not.toMatch(/secrets\.|creds:|client-secret|password/i);
   const logins = allSteps().filter(({ step }) => step.uses?.startsWith('azure/login@'));
-  expect(logins.length).toBe(2);
+  expect(logins.length).toBe(3); // what-if; deploy, and again before the smoke check's token
   for (const { step } of logins) expect(Object.keys(step.with ?? {}).sort()).toEqual(['client-id', 'subscription-id', 'tenant-id']);
 });
 
@@ -93,6 +93,8 @@ test("each sign-in presents the subject its identity trusts: deploy from a job i
     ),
   );
   expect(signIns.map(({ file, name, job, clientId }) => [file, name, clientId, job.environment ?? null, job.if ?? null])).toEqual([
+    // deploy signs in twice (again before the smoke check's token): both from the environment's job.
+    ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
     ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
     ['deploy.yml', 'what-if', '${{ steps.target.outputs.planClientId }}', null, "github.event_name == 'pull_request'"],
   ]);
@@ -148,6 +150,43 @@ describe('the order of a release', () => {
     });
     const upload = (jobs.build.steps ?? []).find((s) => s.uses?.startsWith('actions/upload-artifact@'));
     expect(upload?.with).toMatchObject({ name: 'draw-request-service', 'retention-days': 90 });
+  });
+
+  test('only a push to main keeps a deployable artifact: a pull request builds and tests, and uploads nothing', () => {
+    const steps = deploy().jobs.build.steps ?? [];
+    const upload = steps.findIndex((s) => s.uses?.startsWith('actions/upload-artifact@'));
+    const assemble = steps.findIndex((s) => s.run?.includes('release/build.json'));
+    for (const step of [steps[assemble], steps[upload]]) expect(step.if).toBe("github.event_name == 'push'");
+    // The artifact carries every script its deployment runs, the smoke check's included.
+    expect(steps[assemble].run).toContain('cp scripts/deploy.sh scripts/target.sh scripts/smokeCheck.cjs release/scripts/');
+  });
+
+  test('before anything is downloaded, a job without the environment proves the run a release, with the checker of this commit', () => {
+    const { jobs } = callee();
+    expect(Object.keys(jobs)).toEqual(['provenance', 'deploy']);
+    expect(jobs.deploy.needs).toBe('provenance');
+    // No environment: a run that is not a release is refused before prod's reviewers are asked; no Azure token either.
+    expect(jobs.provenance.environment).toBeUndefined();
+    expect(jobs.provenance.permissions).toEqual({ contents: 'read', actions: 'read' });
+    const steps = jobs.provenance.steps ?? [];
+    expect(steps.map((s) => s.uses?.replace(/@.*$/, '') ?? s.run)).toEqual([
+      'actions/checkout',
+      'node scripts/provenance.cjs "$RUN_ID" --repository "$REPOSITORY" --this-run "$THIS_RUN"',
+    ]);
+    expect(steps[0].with).toEqual({ 'persist-credentials': false });
+    expect(steps[1].env).toEqual({
+      GH_TOKEN: '${{ github.token }}',
+      RUN_ID: '${{ inputs.run_id }}',
+      REPOSITORY: '${{ github.repository }}',
+      THIS_RUN: '${{ github.run_id }}',
+    });
+  });
+
+  test('the smoke check gets its token from a fresh sign-in: the federated assertion lasts 10 minutes', () => {
+    const steps = callee().jobs.deploy.steps ?? [];
+    const smoke = steps.findIndex((s) => s.run?.includes('--code-only'));
+    expect(steps[smoke - 1].uses).toMatch(/^azure\/login@/);
+    expect(steps[smoke - 1].with?.['client-id']).toBe('${{ steps.target.outputs.deployClientId }}');
   });
 
   test('the environment deployment runs in the GitHub environment (prod: its reviewers approve first), from the downloaded artifact', () => {
