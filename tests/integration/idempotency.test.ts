@@ -6,8 +6,8 @@ import { TableClient } from '@azure/data-tables';
 import { KEY_GRACE_MS, KEY_LIFETIME_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
-import { expectGenericProblem, expectOutcomePending, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
-import { startChaosProxy } from '../support/chaosProxy';
+import { expectGenericProblem, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
+import { startChaosProxy, type ChaosProxy } from '../support/chaosProxy';
 import { startFaultProxy, type FaultProxy } from '../support/storageProxies';
 
 let h: Harness;
@@ -40,6 +40,33 @@ function expectRequestError(reply: Reply, detail: string): void {
 }
 
 const expectKeyReused = (reply: Reply) => expectRequestError(reply, DETAILS.idempotencyKeyReused);
+
+/** What a test of a key's lifetime works with: the batch's loan and key, the proxy, and the service's clock. */
+interface FailedFirstAttempt {
+  readonly loan: number;
+  readonly key: string;
+  readonly chaos: ChaosProxy;
+  readonly now: () => number;
+  readonly moveClockTo: (at: number) => void;
+}
+
+/** Runs `test` after a keyed batch's first attempt took its key at `taken` and failed at the commit (503: nothing recorded). */
+async function afterFailedFirstAttempt(taken: number, test: (first: FailedFirstAttempt) => Promise<void>): Promise<void> {
+  let clock = new Date(taken);
+  const chaos = await startChaosProxy(h.azurite.port);
+  chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
+  h.rebuild({ now: () => clock }, h.settingsVia(chaos.port));
+  try {
+    const loan = await h.loan();
+    const key = newKey();
+    expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502); // the key is taken; nothing recorded
+    chaos.decide = () => ({ kind: 'pass' });
+    await test({ loan, key, chaos, now: () => clock.getTime(), moveClockTo: (at) => (clock = new Date(at)) });
+  } finally {
+    await chaos.close();
+    h.rebuild();
+  }
+}
 
 function keyRecords(): TableClient {
   return TableClient.fromConnectionString(h.azurite.connectionString, h.config.tables.idempotencyTable, { allowInsecureConnection: true });
@@ -151,55 +178,36 @@ describe('a retry with the same key and the same batch', () => {
     }
   });
 
-  test('a batch whose key outlived its lifetime unrecorded: not known yet during the grace (502, Retry-After), expired after it; nothing recorded', async () => {
-    const taken = Date.parse('2031-03-12T12:00:00Z');
-    let clock = new Date(taken);
-    const chaos = await startChaosProxy(h.azurite.port);
-    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
-    h.rebuild({ now: () => clock }, h.settingsVia(chaos.port));
-    try {
-      const loan = await h.loan();
-      const key = newKey();
-      expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502); // the key is taken; nothing recorded
-      chaos.decide = () => ({ kind: 'pass' });
-      clock = new Date(taken + KEY_LIFETIME_MS + 60_000);
+  test('a batch whose key outlived its lifetime unrecorded: not known yet during the grace (502, Retry-After), expired after it; nothing recorded', () =>
+    afterFailedFirstAttempt(Date.parse('2031-03-12T12:00:00Z'), async ({ loan, key, moveClockTo }) => {
+      const taken = Date.parse('2031-03-12T12:00:00Z');
+      moveClockTo(taken + KEY_LIFETIME_MS + 60_000);
       const pending = await h.post([draw(loan)], keyed(key));
-      expectOutcomePending(pending, (KEY_GRACE_MS - 60_000) / 1000);
+      expectOutcomeUnknown(pending, (KEY_GRACE_MS - 60_000) / 1000);
       expect(h.recordOf(pending)).toMatchObject({
         outcome: 'DependencyFailed',
         reason: 'KeyOutcomePending',
         reasonDetail: 'day 2031-03-12 until 2031-03-13T12:10:00.000Z',
       });
-      clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS - 1);
-      expectOutcomePending(await h.post([draw(loan)], keyed(key)), 1);
+      moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS - 1);
+      expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)), 1);
       expect(await h.drawsFor(loan)).toHaveLength(0);
-      clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
+      moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
       expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
-      clock = new Date(taken + 3 * KEY_LIFETIME_MS);
+      moveClockTo(taken + 3 * KEY_LIFETIME_MS);
       expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired); // never a new submission under it
       expect(await h.drawsFor(loan)).toHaveLength(0);
       // What the answer says: the batch under a new key is recorded, once, today.
       expectAccepted(await h.post([draw(loan)], keyed(newKey())));
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-15']);
-    } finally {
-      await chaos.close();
-      h.rebuild();
-    }
-  });
+    }));
 
-  test('an attempt still committing at the 24th hour is never answered "expired": the retry beside it is told to wait, then finds the batch', async () => {
-    // docs/contract.md §9: A1 takes the key and fails; A2, a second before the 24th hour, commits into the
-    // key's day but slowly; A3, two seconds later, reads that day before A2 lands. A3 must not say the batch
+  test('an attempt still committing at the 24th hour is never answered "expired": the retry beside it is told to wait, then finds the batch', () =>
+    // docs/contract.md §9: A1 took the key and failed; A2, a second before the 24th hour, commits into the
+    // key's day but slowly; A3, a second after it, reads that day before A2 lands. A3 must not say the batch
     // was not recorded, or the partner resends it under a new key and it is recorded twice.
-    const taken = Date.parse('2031-03-16T23:59:30Z');
-    let clock = new Date(taken);
-    const chaos = await startChaosProxy(h.azurite.port);
-    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
-    h.rebuild({ now: () => clock }, h.settingsVia(chaos.port));
-    try {
-      const loan = await h.loan();
-      const key = newKey();
-      expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502); // A1: the key taken, nothing recorded
+    afterFailedFirstAttempt(Date.parse('2031-03-16T23:59:30Z'), async ({ loan, key, chaos, moveClockTo }) => {
+      const taken = Date.parse('2031-03-16T23:59:30Z');
       let committing: () => void = () => undefined;
       const a2Committing = new Promise<void>((resolve) => (committing = resolve));
       chaos.decide = (kind) => {
@@ -207,52 +215,34 @@ describe('a retry with the same key and the same batch', () => {
         committing();
         return { kind: 'delay', ms: 1_500 }; // within the commit's 5 s bound: A2 lands and is answered 204
       };
-      clock = new Date(taken + KEY_LIFETIME_MS - 1_000);
+      moveClockTo(taken + KEY_LIFETIME_MS - 1_000);
       const a2 = h.post([draw(loan)], keyed(key));
       await a2Committing;
-      clock = new Date(taken + KEY_LIFETIME_MS + 1_000);
-      const a3 = await h.post([draw(loan)], keyed(key));
-      expectOutcomePending(a3, KEY_GRACE_MS / 1000 - 1);
+      moveClockTo(taken + KEY_LIFETIME_MS + 1_000);
+      expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)), KEY_GRACE_MS / 1000 - 1);
       expectAccepted(await a2);
-      clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
+      moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
       expectReplay(await h.post([draw(loan)], keyed(key)));
-      const rows = await h.drawsFor(loan);
-      expect(rows.map((r) => r.partitionKey)).toEqual(['2031-03-16']);
-    } finally {
-      await chaos.close();
-      h.rebuild();
-    }
-  });
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-16']);
+    }));
 
-  test('an attempt judged inside the lifetime that reaches its commit past halfway through the grace does not commit', async () => {
-    const taken = Date.parse('2031-03-18T08:00:00Z');
-    let clock = new Date(taken);
-    const chaos = await startChaosProxy(h.azurite.port);
-    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
-    h.rebuild({ now: () => clock }, h.settingsVia(chaos.port));
-    try {
-      const loan = await h.loan();
-      const key = newKey();
-      expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502);
-      // The retry is judged a second before the 24th hour on the next day's partition read, which stalls
-      // while the clock runs past the last moment a commit may start.
-      clock = new Date(taken + KEY_LIFETIME_MS - 1_000);
+  test('an attempt judged inside the lifetime that reaches its commit past halfway through the grace does not commit', () =>
+    afterFailedFirstAttempt(Date.parse('2031-03-18T08:00:00Z'), async ({ loan, key, chaos, now, moveClockTo }) => {
+      const taken = Date.parse('2031-03-18T08:00:00Z');
+      // The retry is judged a second before the 24th hour; its reads stall while the clock runs past the
+      // last moment a commit may start.
+      moveClockTo(taken + KEY_LIFETIME_MS - 1_000);
       chaos.decide = (kind) => {
-        if (kind === 'read' && clock.getTime() < taken + KEY_LIFETIME_MS) {
-          clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS / 2);
+        if (kind === 'read' && now() < taken + KEY_LIFETIME_MS) {
+          moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS / 2);
           return { kind: 'delay', ms: 50 };
         }
         return kind === 'commit' ? { kind: 'status', status: 500 } : { kind: 'pass' }; // a commit must not be tried at all
       };
-      const reply = await h.post([draw(loan)], keyed(key));
-      expectOutcomePending(reply, KEY_GRACE_MS / 2000);
-      expect(chaos.applied['commit:status'] ?? 0).toBe(1); // only A1's
+      expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)), KEY_GRACE_MS / 2000);
+      expect(chaos.applied['commit:status'] ?? 0).toBe(1); // only the first attempt's
       expect(await h.drawsFor(loan)).toHaveLength(0);
-    } finally {
-      await chaos.close();
-      h.rebuild();
-    }
-  });
+    }));
 
   test('a retry of a batch holding its key completes it as accepted, though the loan changed since (the rules are not applied again)', async () => {
     const loan = await h.loan({ availableCredit: 100 });

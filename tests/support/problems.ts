@@ -25,23 +25,14 @@ export function expectGenericProblem(reply: Reply, status: 401 | 500 | 502): voi
   expect(reply.text).not.toMatch(/RestError|ECONNREFUSED|devstoreaccount1|AccountKey|at .+\.[jt]s:\d+/);
 }
 
-/** 502 for a commit storage may have applied: says the batch may have been recorded, and how to learn which. */
-export function expectOutcomeUnknown(reply: Reply): void {
+/**
+ * 502 saying the batch may have been recorded, and how to learn which. Without `retryAfterSeconds`, a
+ * commit storage may have applied: no Retry-After, not an invitation to resend blindly. With it, a keyed
+ * batch in its key's grace: Retry-After the seconds until the outcome is known (contract §9).
+ */
+export function expectOutcomeUnknown(reply: Reply, retryAfterSeconds?: number): void {
   expectProblemHeaders(reply, 502);
-  expect(reply.headers['retry-after']).toBeUndefined(); // not an invitation to resend blindly
-  expect(reply.body).toEqual({
-    type: 'about:blank',
-    status: 502,
-    title: 'Bad Gateway',
-    detail: OUTCOME_UNKNOWN_DETAIL,
-    requestId: reply.headers['x-request-id'],
-  });
-}
-
-/** 502 for a keyed batch in its key's grace: the outcome-unknown body, and Retry-After the seconds until it is known (contract §9). */
-export function expectOutcomePending(reply: Reply, retryAfterSeconds: number): void {
-  expectProblemHeaders(reply, 502);
-  expect(reply.headers['retry-after']).toBe(String(retryAfterSeconds));
+  expect(reply.headers['retry-after']).toBe(retryAfterSeconds === undefined ? undefined : String(retryAfterSeconds));
   expect(reply.body).toEqual({
     type: 'about:blank',
     status: 502,
