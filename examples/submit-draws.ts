@@ -762,10 +762,22 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
     if (RETRYABLE_STATUSES.has(status)) {
       const failure = transient++;
       const backoff = options.retryDelaysMs[failure];
+      // The service's nothing-submitted 502 says `Retry-After: 2` (docs/contract.md §2.5); its outcome-unknown 502
+      // says none and gets the backoff: resending it is safe only because this client always sends a key. A key
+      // past its 24 hours whose batch may still land says up to 10 minutes (§9): longer than a run should wait.
+      const asked = retryAfterMs(response.headers.get('retry-after'), response.headers.get('date'));
+      if (asked !== undefined && asked > MAX_RETRY_WAIT_MS) {
+        const seconds = Math.ceil(asked / 1000);
+        return failed(
+          `${status} ${response.statusText}: the outcome is not known yet; send the same file again with --idempotency-key ${idempotencyKey} in ${seconds} s (Retry-After) to learn it`,
+          {
+            status,
+            requestId,
+            problem,
+          },
+        );
+      }
       if (backoff !== undefined) {
-        // The service's nothing-submitted 502 says `Retry-After: 2` (docs/contract.md §2.5); its outcome-unknown 502
-        // says none and gets the backoff: resending it is safe only because this client always sends a key.
-        const asked = retryAfterMs(response.headers.get('retry-after'), response.headers.get('date'));
         const retryIn = retryWaitMs(backoff, asked, failure);
         const because = asked === undefined ? '' : ` (Retry-After: ${response.headers.get('retry-after')})`;
         log(

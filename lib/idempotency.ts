@@ -105,6 +105,13 @@ export function lastCommitStart(takenAt: Date): number {
   return takenAt.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS / 2;
 }
 
+/**
+ * How long a key's record and its batch's rows are kept as written (docs/contract.md §4, §4.1): until
+ * then a read of the key's day that finds no row of the batch proves it was never recorded. After it the
+ * rows may have been removed, so "not found" proves nothing and the key is forgotten.
+ */
+export const KEY_MEMORY_MS = 48 * 60 * 60 * 1000;
+
 /** When the key's batch is settled for good: no attempt of it can land after this. */
 export function settledAt(takenAt: Date): number {
   return takenAt.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS;
@@ -117,8 +124,11 @@ export type KeyVerdict =
   | { readonly kind: 'mine'; readonly day: string; readonly takenAt: Date }
   /** Taken by this batch, its lifetime over and its grace not: a replay if it landed, else not known yet. */
   | { readonly kind: 'expiring'; readonly day: string; readonly takenAt: Date }
-  /** Taken by this batch, grace over: a replay if it landed in the key's day, else it never will (expired). */
-  | { readonly kind: 'expired'; readonly day: string }
+  /**
+   * Taken by this batch, grace over: a replay if it landed in the key's day; else it never will (expired),
+   * or, once the key is `forgotten` (KEY_MEMORY_MS), nothing can be told and the batch is a new submission.
+   */
+  | { readonly kind: 'expired'; readonly day: string; readonly forgotten: boolean }
   /** Taken by another batch: whether that batch landed, or can never land, decides (see settleHeld). */
   | { readonly kind: 'held' };
 
@@ -126,15 +136,16 @@ export type KeyVerdict =
  * What a key's record means for this batch; `now` is when the request was judged. An unreadable record
  * (`undefined` with a record present) binds nothing and is replaced like an expired one. Past the grace
  * the key binds nothing for another batch; for its own batch it still names the day to look in, so
- * that a late retry finds its rows rather than records the batch again.
+ * that a late retry finds its rows rather than records the batch again (for as long as they are kept).
  */
 export function judgeKey(batch: KeyedBatch, record: KeyRecord | undefined, now: Date): KeyVerdict {
   if (record === undefined) return { kind: 'free' };
   const age = now.getTime() - record.takenAt.getTime();
-  if (record.hash !== batch.hash) return age >= KEY_LIFETIME_MS + KEY_GRACE_MS ? { kind: 'free' } : { kind: 'held' };
+  const settled = now.getTime() >= settledAt(record.takenAt);
+  if (record.hash !== batch.hash) return settled ? { kind: 'free' } : { kind: 'held' };
   if (age < KEY_LIFETIME_MS) return { kind: 'mine', day: record.day, takenAt: record.takenAt };
-  if (age < KEY_LIFETIME_MS + KEY_GRACE_MS) return { kind: 'expiring', day: record.day, takenAt: record.takenAt };
-  return { kind: 'expired', day: record.day };
+  if (!settled) return { kind: 'expiring', day: record.day, takenAt: record.takenAt };
+  return { kind: 'expired', day: record.day, forgotten: age >= KEY_MEMORY_MS };
 }
 
 /** The row, among these, that this batch recorded under its key (the rows land atomically: one proves all). */

@@ -76,7 +76,9 @@ export class KeyedBatches {
       if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
       rows = read.value;
     }
-    if (verdict.kind === 'expired') return { response: outcome.rejected([KEY_EXPIRED]) };
+    // Not found after the grace: never recorded, while the rows are surely kept; after that, not known,
+    // and the batch is a new submission under the key, as under a key whose record was removed.
+    if (verdict.kind === 'expired') return verdict.forgotten ? { ...todays, take: { over: held?.etag } } : { response: outcome.rejected([KEY_EXPIRED]) };
     if (verdict.kind === 'expiring') return { response: this.pending(outcome, verdict.day, verdict.takenAt) };
     return { day: verdict.day, drawn: rows, takenAt: verdict.takenAt };
   }
@@ -122,7 +124,10 @@ export class KeyedBatches {
     const current = await outcome.timed('read', this.store.readKeyRecord(keyed.partnerId, keyed.key));
     if (!current.ok) return { response: outcome.storageFailed(current.failure) };
     const winner = current.value?.record;
-    if (winner === undefined || winner.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
+    // Removed between the take and the re-read (housekeeping of an old record): nothing was sent to be
+    // recorded, and a resend takes the key afresh. Not "bound to a different batch", which nothing showed.
+    if (winner === undefined) return { response: outcome.storageFailed({ code: 'ERR_STORAGE_FAILED', operation: 'takeKey', storageCode: 'KeyRecordRemoved' }) };
+    if (winner.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
     return { day: winner.day, takenAt: winner.takenAt };
   }
 

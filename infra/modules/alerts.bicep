@@ -85,6 +85,7 @@ var rateAlerts = [
     displayName: 'Draw Request Service: 500 rate (outcome Failed)'
     description: 'More than ${failedRatePercent}% of DrawRequest invocations in 15 minutes answered 500: a defect in the service. Runbook: outcome Failed. Workbook: ${workbookUrl}'
     outcome: 'Failed'
+    matching: 'outcome == "Failed"'
     severity: 1
     threshold: failedRatePercent
   }
@@ -93,6 +94,9 @@ var rateAlerts = [
     displayName: 'Draw Request Service: 502 rate (outcome DependencyFailed)'
     description: 'More than ${dependencyFailedRatePercent}% of DrawRequest invocations in 15 minutes answered 502: Table Storage or the identity provider failed. Runbook: outcome DependencyFailed. Workbook: ${workbookUrl}'
     outcome: 'DependencyFailed'
+    // A key in its grace (reason KeyOutcomePending) is a 502 that no dependency caused, settled by the
+    // partner's own retry within 10 minutes: not a reason to page.
+    matching: 'outcome == "DependencyFailed" and reason != "KeyOutcomePending"'
     severity: 1
     threshold: dependencyFailedRatePercent
   }
@@ -120,7 +124,7 @@ resource rateRules 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = [for al
     criteria: {
       allOf: [
         {
-          query: '${invocations} | summarize invocations = count(), matching = countif(outcome == "${alert.outcome}") | where matching >= ${minimumFailures} | extend ratePercent = 100.0 * matching / invocations'
+          query: '${invocations} | summarize invocations = count(), matching = countif(${alert.matching}) | where matching >= ${minimumFailures} | extend ratePercent = 100.0 * matching / invocations'
           timeAggregation: 'Maximum'
           metricMeasureColumn: 'ratePercent'
           operator: 'GreaterThan'

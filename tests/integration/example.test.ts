@@ -18,7 +18,7 @@ import {
   type DrawBatch,
   type SubmitResult,
 } from '../../examples/submit-draws';
-import { RETRY_AFTER_SECONDS } from '../../lib/problem';
+import { RETRY_AFTER_SECONDS, outcomePending } from '../../lib/problem';
 import { spawnDevHostOnFreePort, type DevHostProcess } from '../support/devHostProcess';
 import { DEMO_TENANT_ID } from '../../dev/demoData';
 import { trustingFetch } from '../support/localCa';
@@ -371,6 +371,16 @@ describe('retries (docs/partners.md §6) against a scripted server', () => {
     expect(gaps()[0]).toBeGreaterThanOrEqual(3000 - TIMER_SLACK_MS);
     expect(gaps()[0]).toBeLessThan(MAX_RETRY_WAIT_MS);
   }, 30_000);
+
+  test('a 502 whose Retry-After is longer than a run waits (a key in its grace, contract §9): stops at once and says when to send the same file again', async () => {
+    // The answer exactly as the service builds it for a key in its grace.
+    const pending = outcomePending('9b1c3f7e-02aa-4c8e-b1f4-6a3e5d2c7f10', 540);
+    script = [answer(502, pending.headers as Record<string, string>, JSON.parse(pending.body as string)), answer(204)];
+    const result = await run('key-in-grace');
+    expect(result).toMatchObject({ outcome: 'failed', exitCode: 2, status: 502, attempts: 1 });
+    expect(posts()).toHaveLength(1);
+    expect(formatOutcome(result)).toContain('the outcome is not known yet; send the same file again with --idempotency-key key-in-grace in 540 s');
+  });
 
   test('a dropped connection and a timeout are retried with the same key', async () => {
     script = [dropConnection, neverAnswer, answer(204, { 'Idempotent-Replay': 'true' })];

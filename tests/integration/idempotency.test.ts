@@ -3,7 +3,7 @@
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
 import { TableClient } from '@azure/data-tables';
-import { KEY_GRACE_MS, KEY_LIFETIME_MS, batchHash, keyRecordId } from '../../lib/idempotency';
+import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
 import { expectGenericProblem, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
@@ -43,6 +43,7 @@ const expectKeyReused = (reply: Reply) => expectRequestError(reply, DETAILS.idem
 
 /** What a test of a key's lifetime works with: the batch's loan and key, the proxy, and the service's clock. */
 interface FailedFirstAttempt {
+  readonly taken: number;
   readonly loan: number;
   readonly key: string;
   readonly chaos: ChaosProxy;
@@ -61,7 +62,7 @@ async function afterFailedFirstAttempt(taken: number, test: (first: FailedFirstA
     const key = newKey();
     expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502); // the key is taken; nothing recorded
     chaos.decide = () => ({ kind: 'pass' });
-    await test({ loan, key, chaos, now: () => clock.getTime(), moveClockTo: (at) => (clock = new Date(at)) });
+    await test({ taken, loan, key, chaos, now: () => clock.getTime(), moveClockTo: (at) => (clock = new Date(at)) });
   } finally {
     await chaos.close();
     h.rebuild();
@@ -170,7 +171,9 @@ describe('a retry with the same key and the same batch', () => {
       expectReplay(await h.post([draw(loan)], keyed(key)));
       clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS); // and after it, in the key's day: not recorded again
       expectReplay(await h.post([draw(loan)], keyed(key)));
-      clock = new Date(taken + 30 * KEY_LIFETIME_MS);
+      clock = new Date(taken + KEY_MEMORY_MS - 1);
+      expectReplay(await h.post([draw(loan)], keyed(key)));
+      clock = new Date(taken + 30 * KEY_LIFETIME_MS); // past what is surely kept, but the rows are there: still the truth
       expectReplay(await h.post([draw(loan)], keyed(key)));
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-10']);
     } finally {
@@ -179,8 +182,7 @@ describe('a retry with the same key and the same batch', () => {
   });
 
   test('a batch whose key outlived its lifetime unrecorded: not known yet during the grace (502, Retry-After), expired after it; nothing recorded', () =>
-    afterFailedFirstAttempt(Date.parse('2031-03-12T12:00:00Z'), async ({ loan, key, moveClockTo }) => {
-      const taken = Date.parse('2031-03-12T12:00:00Z');
+    afterFailedFirstAttempt(Date.parse('2031-03-12T12:00:00Z'), async ({ taken, loan, key, moveClockTo }) => {
       moveClockTo(taken + KEY_LIFETIME_MS + 60_000);
       const pending = await h.post([draw(loan)], keyed(key));
       expectOutcomeUnknown(pending, (KEY_GRACE_MS - 60_000) / 1000);
@@ -194,20 +196,31 @@ describe('a retry with the same key and the same batch', () => {
       expect(await h.drawsFor(loan)).toHaveLength(0);
       moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
       expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
-      moveClockTo(taken + 3 * KEY_LIFETIME_MS);
-      expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired); // never a new submission under it
+      moveClockTo(taken + KEY_MEMORY_MS - 1); // as long as its rows are surely kept (contract §4): still expired
+      expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
       expect(await h.drawsFor(loan)).toHaveLength(0);
       // What the answer says: the batch under a new key is recorded, once, today.
       expectAccepted(await h.post([draw(loan)], keyed(newKey())));
-      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-15']);
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-14']);
+    }));
+
+  test('after 48 hours the key is forgotten: an unrecorded batch, or one whose key record housekeeping removed, is a new submission', () =>
+    afterFailedFirstAttempt(Date.parse('2031-03-20T12:00:00Z'), async ({ taken, loan, key, moveClockTo }) => {
+      moveClockTo(taken + KEY_MEMORY_MS); // the rows may have been removed by now (contract §4): "expired" could be untrue
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-22']);
+      // Housekeeping may remove a record 48 hours after it was taken (contract §4.1); the key is then unknown.
+      moveClockTo(taken + 5 * KEY_LIFETIME_MS);
+      await keyRecords().deleteEntity(keyRecordId(PARTNER, key), '');
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-03-22', '2031-03-25']);
     }));
 
   test('an attempt still committing at the 24th hour is never answered "expired": the retry beside it is told to wait, then finds the batch', () =>
     // docs/contract.md §9: A1 took the key and failed; A2, a second before the 24th hour, commits into the
     // key's day but slowly; A3, a second after it, reads that day before A2 lands. A3 must not say the batch
     // was not recorded, or the partner resends it under a new key and it is recorded twice.
-    afterFailedFirstAttempt(Date.parse('2031-03-16T23:59:30Z'), async ({ loan, key, chaos, moveClockTo }) => {
-      const taken = Date.parse('2031-03-16T23:59:30Z');
+    afterFailedFirstAttempt(Date.parse('2031-03-16T23:59:30Z'), async ({ taken, loan, key, chaos, moveClockTo }) => {
       let committing: () => void = () => undefined;
       const a2Committing = new Promise<void>((resolve) => (committing = resolve));
       chaos.decide = (kind) => {
@@ -227,8 +240,7 @@ describe('a retry with the same key and the same batch', () => {
     }));
 
   test('an attempt judged inside the lifetime that reaches its commit past halfway through the grace does not commit', () =>
-    afterFailedFirstAttempt(Date.parse('2031-03-18T08:00:00Z'), async ({ loan, key, chaos, now, moveClockTo }) => {
-      const taken = Date.parse('2031-03-18T08:00:00Z');
+    afterFailedFirstAttempt(Date.parse('2031-03-18T08:00:00Z'), async ({ taken, loan, key, chaos, now, moveClockTo }) => {
       // The retry is judged a second before the 24th hour; its reads stall while the clock runs past the
       // last moment a commit may start.
       moveClockTo(taken + KEY_LIFETIME_MS - 1_000);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import {
   KEY_GRACE_MS,
   KEY_LIFETIME_MS,
+  KEY_MEMORY_MS,
   batchHash,
   judgeKey,
   keyRecordId,
@@ -123,9 +124,15 @@ describe('judgeKey', () => {
       'taken by this batch, lifetime and grace over: expired, its day still named',
       record(),
       at(KEY_LIFETIME_MS + KEY_GRACE_MS),
-      { kind: 'expired', day: '2031-04-01' },
+      { kind: 'expired', day: '2031-04-01', forgotten: false },
     ],
-    ['taken by this batch, long ago: expired, never free for it', record(), at(30 * KEY_LIFETIME_MS), { kind: 'expired', day: '2031-04-01' }],
+    [
+      'taken by this batch, the last moment its rows are surely kept',
+      record(),
+      at(KEY_MEMORY_MS - 1),
+      { kind: 'expired', day: '2031-04-01', forgotten: false },
+    ],
+    ['taken by this batch, its rows no longer surely kept: forgotten', record(), at(KEY_MEMORY_MS), { kind: 'expired', day: '2031-04-01', forgotten: true }],
     ['taken by another batch', record({ hash: 'other' }), at(1), { kind: 'held' }],
     ['taken by another batch, lifetime over, grace not: still held', record({ hash: 'other' }), at(KEY_LIFETIME_MS + 1), { kind: 'held' }],
     ['taken by another batch, lifetime and grace over: free', record({ hash: 'other' }), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
@@ -136,16 +143,19 @@ describe('judgeKey', () => {
 
   test('only the time since the take counts, whatever side of midnight; no instant both completes the batch and frees the key', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 2 * KEY_LIFETIME_MS }), fc.boolean(), (start, elapsed, same) => {
+      fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.boolean(), (start, elapsed, same) => {
         const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
         const verdict = judgeKey(batch, record({ takenAt: taken, hash: same ? 'H' : 'other' }), new Date(taken.getTime() + elapsed));
         const over = elapsed >= KEY_LIFETIME_MS + KEY_GRACE_MS;
         const expected = !same ? (over ? 'free' : 'held') : elapsed < KEY_LIFETIME_MS ? 'mine' : over ? 'expired' : 'expiring';
         expect(verdict.kind).toBe(expected);
+        if (verdict.kind === 'expired') expect(verdict.forgotten).toBe(elapsed >= KEY_MEMORY_MS);
       }),
     );
     // The last instant that completes the batch and the first that frees the key are the grace apart.
     expect(KEY_GRACE_MS).toBeGreaterThanOrEqual(5 * 60_000);
+    // The batch's rows are kept (contract §4) well past the grace, so "expired" can be told from them.
+    expect(KEY_MEMORY_MS).toBeGreaterThan(KEY_LIFETIME_MS + KEY_GRACE_MS);
   });
 
   test("no commit of a key's batch starts after halfway through its grace, and its outcome is final at the grace's end", () => {

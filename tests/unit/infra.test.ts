@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import Parser from 'web-tree-sitter';
 import { SETTING_NAMES, loadConfig, type SettingName, type Settings } from '../../lib/config';
 import { LIMITS } from '../../lib/limits';
-import { COMMIT_OUTCOME_UNKNOWN, EVENT_NAME, type Outcome } from '../../lib/telemetry';
+import { COMMIT_OUTCOME_UNKNOWN, EVENT_NAME, KEY_OUTCOME_PENDING, type Outcome } from '../../lib/telemetry';
 import {
   AZURE_AUDIENCE,
   GITHUB_ISSUER,
@@ -915,7 +915,10 @@ describe('alerts that page on-call', () => {
     expect(new Set(rates.map((r) => r.name)).size).toBe(2);
     const rule = (alerts().resources.find((r) => r.symbol === 'rateRules') as Resource).body;
     const [criterion] = at(rule, 'properties.criteria.allOf') as ObjectValue[];
-    expect(exprText(criterion.query)).toContain('countif(outcome == "${alert.outcome}")');
+    expect(exprText(criterion.query)).toContain('countif(${alert.matching})');
+    for (const r of rates) expect(r.matching).toMatch(new RegExp(`^outcome == "${String(r.outcome)}"( and |$)`));
+    // The 502 of a key in its grace answers a partner's late retry, not a failed dependency: it does not page.
+    expect(rates.find((r) => r.outcome === PAGED[502])?.matching).toBe(`outcome == "${PAGED[502]}" and reason != "${KEY_OUTCOME_PENDING}"`);
     expect(criterion.threshold).toEqual(new Expr('alert.threshold'));
     expect(at(rule, 'properties.severity')).toEqual(new Expr('alert.severity'));
   });

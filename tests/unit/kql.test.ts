@@ -23,21 +23,24 @@ const bicepString = (text: string) => text.replace(/\\'/g, "'").replace(/\\\\/g,
 
 /**
  * The alert rules' queries as the deployment composes them: `${invocations}` and `${eventName}` as
- * declared, `${alert.outcome}` once per rate alert, `${minimumFailures}` a value its parameter allows.
+ * declared, `${alert.outcome}` and `${alert.matching}` once per rate alert, `${minimumFailures}` a value
+ * its parameter allows.
  */
 function alertQueries(): [string, string][] {
   const alerts = read('infra/modules/alerts.bicep');
   const eventName = /^var eventName = '([^']*)'$/m.exec(read('infra/main.bicep'))?.[1] as string;
   const invocations = bicepString(/^var invocations = '((?:[^'\\]|\\.)*)'$/m.exec(alerts)?.[1] as string);
   const outcomes = [...alerts.matchAll(/^\s+outcome: '(\w+)'$/gm)].map((m) => m[1]);
+  const matchings = [...alerts.matchAll(/^\s+matching: '((?:[^'\\]|\\.)*)'$/gm)].map((m) => bicepString(m[1]));
   const queries: [string, string][] = [];
   for (const [, raw] of alerts.matchAll(/^\s+query: '((?:[^'\\]|\\.)*)'$/gm)) {
-    const forEach = raw.includes('${alert.outcome}') ? outcomes : [undefined];
-    for (const outcome of forEach) {
+    const forEach = raw.includes('${alert.') ? outcomes : [undefined];
+    for (const [i, outcome] of forEach.entries()) {
       const query = bicepString(raw)
         .replace(/\$\{invocations\}/g, invocations)
         .replace(/\$\{eventName\}/g, eventName)
         .replace(/\$\{alert\.outcome\}/g, outcome ?? '')
+        .replace(/\$\{alert\.matching\}/g, matchings[i] ?? '')
         .replace(/\$\{minimumFailures\}/g, '3')
         .replace(/\$\{minimumSilentRequests\}/g, '3')
         .replace(/\$\{functionName\}/g, /^var functionName = '(\w+)'$/m.exec(alerts)?.[1] as string);
