@@ -916,7 +916,7 @@ describe('alerts that page on-call', () => {
     const rule = (alerts().resources.find((r) => r.symbol === 'rateRules') as Resource).body;
     const [criterion] = at(rule, 'properties.criteria.allOf') as ObjectValue[];
     expect(exprText(criterion.query)).toContain('countif(${alert.matching})');
-    for (const r of rates) expect(r.matching).toMatch(new RegExp(`^outcome == "${String(r.outcome)}"( and |$)`));
+    for (const r of rates) expect(r.matching).toMatch(new RegExp(`^outcome == "${r.outcome as string}"( and |$)`));
     // The 502 of a key in its grace answers a partner's late retry, not a failed dependency: it does not page.
     expect(rates.find((r) => r.outcome === PAGED[502])?.matching).toBe(`outcome == "${PAGED[502]}" and reason != "${KEY_OUTCOME_PENDING}"`);
     expect(criterion.threshold).toEqual(new Expr('alert.threshold'));
