@@ -37,6 +37,7 @@ export default tseslint.config(
       sourceType: 'commonjs',
       globals: {
         require: 'readonly',
+        __dirname: 'readonly',
         process: 'writable',
         globalThis: 'readonly',
         console: 'readonly',

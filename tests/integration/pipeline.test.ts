@@ -158,7 +158,13 @@ function workspace(): Setup {
   const ws = join(dir, 'repo');
   for (const part of ['infra', 'scripts', '.github']) cpSync(join(ROOT, part), join(ws, part), { recursive: true });
   for (const env of ['dev', 'prod'] as const) {
-    const target = { tenantId: 'tenant-id', subscriptionId: '11111111-2222-4333-8444-555555555555', resourceGroup: `rg-drawreq-${env}`, ...TARGETS[env] };
+    const target = {
+      githubRepository: FULL_NAME,
+      tenantId: 'tenant-id',
+      subscriptionId: '11111111-2222-4333-8444-555555555555',
+      resourceGroup: `rg-drawreq-${env}`,
+      ...TARGETS[env],
+    };
     writeFileSync(join(ws, 'infra', 'env', `${env}.pipeline.json`), JSON.stringify(target));
     const parametersFile = join(ws, 'infra', 'env', `${env}.parameters.json`);
     const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: Record<string, { value: unknown }> };
@@ -280,7 +286,7 @@ function run(
   setup: Setup,
   runId: string,
   inputs?: Record<string, unknown>,
-  oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]> } = {},
+  oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]>; ref?: string } = {},
 ): RunRecord {
   const headBranch = event === 'pull_request' ? 'feature/clearer-rules' : 'main';
   recordRun(setup, ghRun(runId, { event, head_branch: headBranch, status: 'in_progress', conclusion: null }));
@@ -289,6 +295,7 @@ function run(
     const record = runWorkflow('deploy.yml', {
       workspace: setup.workspace,
       event,
+      ref: oidc.ref,
       inputs,
       runId,
       artifacts: setup.artifacts,
@@ -365,15 +372,14 @@ describe('a push to main', () => {
       [false, null],
       [true, 'deployment-smoke-check'],
     ]);
-    // Each environment's deployment first proved the run a release (this run, in progress, deploying its own build).
+    // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build).
     expect(record.steps.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
-      'deploy-dev > provenance',
-      'deploy-dev > provenance',
+      ...Array<string>(3).fill('deploy-dev > provenance'),
       ...Array<string>(6).fill('deploy-dev > deploy'),
-      'deploy-prod > provenance',
-      'deploy-prod > provenance',
+      ...Array<string>(3).fill('deploy-prod > provenance'),
       ...Array<string>(6).fill('deploy-prod > deploy'),
     ]);
+    expect(record.steps.filter((s) => s.endsWith('provenance: dispatched from main'))).toHaveLength(2);
     expect(Object.entries(record.summaries).map(([job, text]) => [job, text.split('\n')[0]])).toEqual([
       ['deploy-dev > deploy', '### What-if: dev (rg-drawreq-dev)'],
       ['deploy-prod > deploy', '### What-if: prod (rg-drawreq-prod)'],
@@ -525,6 +531,61 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     const failure = refusal(() => run('workflow_dispatch', setup, '931', { environment: 'prod', run_id: '930', with_infrastructure: false }));
     expect(refusalCodes(failure)).toEqual(['ERR_RUN_UNREADABLE']);
     expect(existsSync(setup.log)).toBe(false);
+  });
+
+  test("a fork's run is refused in the fork: github.repository is not the repository infra/env/<env>.pipeline.json pins", () => {
+    const setup = workspace();
+    const mark = plantArtifact(setup, '950');
+    const fork: GitHubRepository = { owner: 'mallory', ownerId: '900', name: REPOSITORY.name, id: '900013', immutableSubject: true };
+    const forkRepository = { id: 900_013, name: REPOSITORY.name, full_name: `mallory/${REPOSITORY.name}`, fork: true };
+    // The fork's own successful push to its main: to GitHub, in the fork, every other check passes.
+    const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as Record<string, unknown>;
+    writeFileSync(setup.ghState, JSON.stringify({ ...state, repository: forkRepository.full_name }));
+    recordRun(setup, ghRun('950', { repository: forkRepository, head_repository: forkRepository }));
+    const failure = refusal(() =>
+      run('workflow_dispatch', setup, '951', { environment: 'dev', run_id: '950', with_infrastructure: true }, { repository: fork }),
+    );
+    expect(failure.step).toMatch(/^rollback > provenance: /);
+    expect(refusalCodes(failure)).toEqual(['ERR_REPOSITORY_MISMATCH']);
+    expect(ghCalls(setup)).toEqual([]);
+    expect(existsSync(setup.log)).toBe(false);
+    expect(existsSync(mark)).toBe(false);
+  });
+
+  test('a dispatch from another branch is refused before anything is checked out or read: only main deploys', () => {
+    const setup = workspace();
+    const mark = plantArtifact(setup, '960');
+    recordRun(setup, ghRun('960'));
+    const inputs = { environment: 'prod', run_id: '960', with_infrastructure: true };
+    const failure = refusal(() => run('workflow_dispatch', setup, '961', inputs, { ref: 'refs/heads/release/2026-11' }));
+    expect(failure.step).toBe('rollback > provenance: dispatched from main');
+    expect(refusalCodes(failure)).toEqual(['ERR_REF_NOT_MAIN']);
+    expect(failure.stderr).toContain('refs/heads/release/2026-11');
+    expect(failure.record.steps.filter((s) => s.startsWith('rollback > deploy'))).toEqual([]);
+    expect(ghCalls(setup)).toEqual([]);
+    expect(existsSync(setup.log)).toBe(false);
+    expect(existsSync(mark)).toBe(false);
+  });
+
+  test('GitHub unreadable (a bad token, a rate limit, no gh) is refused, naming what failed, and never a token', () => {
+    const setup = workspace();
+    plantArtifact(setup, '970');
+    recordRun(setup, ghRun('970'));
+    const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as Record<string, unknown>;
+    writeFileSync(setup.ghState, JSON.stringify({ ...state, apiError: 'gh: Bad credentials (HTTP 401) ghp_Secret0123456789\nmore detail' }));
+    const failure = refusal(() => run('workflow_dispatch', setup, '971', { environment: 'dev', run_id: '970', with_infrastructure: false }));
+    expect(refusalCodes(failure)).toEqual(['ERR_RUN_UNREADABLE']);
+    expect(failure.stderr).toContain('gh exited 1: gh: Bad credentials (HTTP 401) [token]');
+    expect(failure.stderr).not.toContain('ghp_Secret');
+    expect(failure.stderr).not.toContain('more detail');
+    expect(existsSync(setup.log)).toBe(false);
+    const noGh = spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'provenance.cjs'), '970', '--environment', 'dev', '--repository', FULL_NAME], {
+      env: { PATH: join(dir, 'nowhere') },
+      encoding: 'utf8',
+    });
+    expect(noGh.status).toBe(1);
+    expect(noGh.stderr).toContain('ERR_RUN_UNREADABLE: ');
+    expect(noGh.stderr).toContain('gh was not found');
   });
 
   test('the same artifact, from a release, is deployed: the check can pass', () => {
@@ -724,20 +785,42 @@ describe('scripts/deploy.sh by hand', () => {
   });
 
   describe("scripts/rollback.sh: a person re-deploys a run's artifact with that artifact's own script, once GitHub proves the run a release", () => {
+    /** The workspace's own rollback.sh, as a person runs it from their checkout. */
     const rollback = (setup: Setup, ...args: string[]) =>
-      spawnSync('bash', [join(ROOT, 'scripts', 'rollback.sh'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+      spawnSync('bash', [join(setup.workspace, 'scripts', 'rollback.sh'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+    const git = (setup: Setup, ...args: string[]) => {
+      const result = spawnSync('git', ['-c', 'user.name=Jane', '-c', 'user.email=jane@lender.example', '-c', 'commit.gpgsign=false', ...args], {
+        cwd: setup.workspace,
+        encoding: 'utf8',
+      });
+      if (result.status !== 0) throw new Error(`git ${args.join(' ')}: ${result.stderr}`);
+      return result.stdout.trim();
+    };
+    /** The workspace made a git checkout of main, and GitHub's main of the pinned repository that same commit. */
+    function cleanMain(setup: Setup): string {
+      git(setup, 'init', '--quiet', '--initial-branch=main');
+      git(setup, 'add', '--all');
+      git(setup, 'commit', '--quiet', '--message', 'main');
+      const sha = git(setup, 'rev-parse', 'HEAD');
+      const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as Record<string, unknown>;
+      writeFileSync(setup.ghState, JSON.stringify({ ...state, branches: { [FULL_NAME]: { main: sha } } }));
+      return sha;
+    }
+    const codesOf = (stderr: string) => [...stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
 
     test('a release is fetched with the GitHub CLI, from the repository it was proven in, and deployed', () => {
       const setup = workspace();
       run('push', setup, '905');
       rmSync(setup.log);
       rmSync(setup.ghLog);
+      cleanMain(setup);
       signIn(setup.state, 'jane@lender.example', 'user');
       const result = rollback(setup, 'prod', '905');
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
       expect(ghCalls(setup).map((c) => c.replace(/--dir \S+$/, '--dir <temporary>'))).toEqual([
         'repo view --json nameWithOwner',
+        `api repos/${FULL_NAME}/branches/main`,
         `api repos/${FULL_NAME}/actions/runs/905`,
         `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
         `run download 905 --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
@@ -753,12 +836,94 @@ describe('scripts/deploy.sh by hand', () => {
       const setup = workspace();
       const mark = plantArtifact(setup, '906');
       recordRun(setup, ghRun('906', { event: 'pull_request', head_branch: 'feature/clearer-rules' }));
+      cleanMain(setup);
       signIn(setup.state, 'jane@lender.example', 'user');
       const result = rollback(setup, 'dev', '906', '--with-infrastructure');
       expect(result.status).toBe(1);
       expect([...result.stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1])).toEqual(['ERR_RUN_EVENT', 'ERR_RUN_BRANCH']);
       expect(ghCalls(setup).some((c) => c.startsWith('run download'))).toBe(false);
       expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
+    });
+
+    test("in a fork's clone (or GH_REPO naming the fork), the fork's own successful push to its main is refused: the repository is the pinned one", () => {
+      const setup = workspace();
+      const mark = plantArtifact(setup, '907');
+      const fork = { id: 900_013, name: REPOSITORY.name, full_name: `mallory/${REPOSITORY.name}`, fork: true };
+      // To GitHub it is a release of the fork: a successful push to the fork's main of its deploy.yml.
+      recordRun(setup, ghRun('907', { repository: fork, head_repository: fork }));
+      cleanMain(setup);
+      const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as Record<string, unknown>;
+      writeFileSync(setup.ghState, JSON.stringify({ ...state, repository: fork.full_name }));
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'dev', '907', '--with-infrastructure');
+      expect(result.status).toBe(1);
+      expect(codesOf(result.stderr)).toEqual(['ERR_REPOSITORY_MISMATCH']);
+      expect(result.stderr).toContain(`asked from mallory/${REPOSITORY.name}`);
+      expect(result.stderr).toContain(`pins ${FULL_NAME}`);
+      expect(ghCalls(setup)).toEqual(['repo view --json nameWithOwner']);
+      expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
+    });
+
+    test('no pinned repository (a pipeline file before the pin): refused before gh is asked anything', () => {
+      const setup = workspace();
+      run('push', setup, '908');
+      rmSync(setup.log);
+      rmSync(setup.ghLog);
+      const file = join(setup.workspace, 'infra', 'env', 'prod.pipeline.json');
+      const unpinned = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+      delete unpinned.githubRepository;
+      writeFileSync(file, JSON.stringify(unpinned));
+      cleanMain(setup);
+      const result = rollback(setup, 'prod', '908');
+      expect(result.status).toBe(1);
+      expect(codesOf(result.stderr)).toEqual(['ERR_REPOSITORY_UNPINNED']);
+      expect(ghCalls(setup)).toEqual([]);
+      expect(existsSync(setup.log)).toBe(false);
+    });
+
+    /** A checker that passes everything: what an unreviewed branch could hold. */
+    const looseChecker = (setup: Setup) =>
+      writeFileSync(join(setup.workspace, 'scripts', 'provenance.cjs'), "process.stdout.write('every run is a release\\n');\n");
+
+    test('a checker edited in the checkout is never run: local changes are refused before the run is read', () => {
+      const setup = workspace();
+      const mark = plantArtifact(setup, '909');
+      recordRun(setup, ghRun('909', { event: 'pull_request', head_branch: 'feature/clearer-rules' }));
+      cleanMain(setup);
+      looseChecker(setup);
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'dev', '909');
+      expect(result.status).toBe(1);
+      expect(codesOf(result.stderr)).toEqual(['ERR_CHECKOUT_CHANGED']);
+      expect(result.stderr).toContain('local changes (scripts/provenance.cjs)');
+      expect(result.stdout).not.toContain('every run is a release');
+      expect(ghCalls(setup)).toEqual(['repo view --json nameWithOwner', `api repos/${FULL_NAME}/branches/main`]);
+      expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
+    });
+
+    test("another branch checked out (its own checker committed) is refused: only GitHub's main of the pinned repository runs the check", () => {
+      const setup = workspace();
+      const mark = plantArtifact(setup, '910');
+      recordRun(setup, ghRun('910', { event: 'pull_request', head_branch: 'feature/clearer-rules' }));
+      const main = cleanMain(setup);
+      git(setup, 'switch', '--quiet', '--create', 'feature/clearer-rules');
+      looseChecker(setup);
+      git(setup, 'commit', '--quiet', '--all', '--message', 'a looser checker');
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'dev', '910');
+      expect(result.status).toBe(1);
+      expect(codesOf(result.stderr)).toEqual(['ERR_CHECKOUT_NOT_MAIN']);
+      expect(result.stderr).toContain(`not ${FULL_NAME}'s main (${main})`);
+      expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
+      // Not a git checkout at all (a copied folder) proves nothing either.
+      rmSync(join(setup.workspace, '.git'), { recursive: true, force: true });
+      const copied = rollback(setup, 'dev', '910');
+      expect(codesOf(copied.stderr)).toEqual(['ERR_CHECKOUT_NOT_MAIN']);
+      expect(copied.stderr).toContain('is at not a git checkout');
       expect(existsSync(mark)).toBe(false);
     });
   });

@@ -5,8 +5,11 @@
 // stderr and exit 1; `gh run download` copies the artifact GitHub keeps for that run. Every call is
 // appended to a log; any other call fails, so a new call cannot go unnoticed.
 //
-// GH_STATE:     JSON file { repository, workflows: { <file name>: workflow }, runs: { <id>: workflow run } }
-//               (the REST shapes of GET /repos/{owner}/{repo}/actions/workflows/{file} and /actions/runs/{id})
+// GH_STATE:     JSON file { repository, workflows: { <file name>: workflow }, runs: { <id>: workflow run },
+//               branches?: { <owner/name>: { <branch>: commit sha } }, apiError?: gh's stderr line }
+//               (the REST shapes of GET /repos/{owner}/{repo}/actions/workflows/{file}, /actions/runs/{id}
+//               and /branches/{branch}; `repository` is what `gh repo view` names, GH_REPO's or the
+//               checkout's; `apiError` makes every `gh api` fail as gh does, e.g. with a bad token)
 // GH_ARTIFACTS: folder of artifacts, <run id>/<name>/ (as the workflow runner keeps them)
 // GH_LOG:       one JSON line per call: { args }
 const { appendFileSync, cpSync, existsSync, readFileSync } = require('node:fs');
@@ -38,6 +41,15 @@ function runOf(repository, id) {
 
 const command = args.slice(0, 2).join(' ');
 if (args[0] === 'api') {
+  if (state.apiError !== undefined) fail(state.apiError);
+  const branchPath = /^repos\/([^/]+\/[^/]+)\/branches\/([^/]+)$/.exec(args[1] ?? '');
+  if (args.length === 2 && branchPath !== null) {
+    const [, repository, branch] = branchPath;
+    const sha = Object.entries(state.branches ?? {}).find(([name]) => same(name, repository))?.[1][branch];
+    if (sha === undefined) notFound();
+    process.stdout.write(JSON.stringify({ name: branch, commit: { sha }, protected: true }, null, 2));
+    process.exit(0);
+  }
   const runPath = /^repos\/([^/]+\/[^/]+)\/actions\/runs\/(\d+)$/.exec(args[1] ?? '');
   const workflowPath = /^repos\/([^/]+\/[^/]+)\/actions\/workflows\/([^/]+)$/.exec(args[1] ?? '');
   if (args.length !== 2 || (runPath === null && workflowPath === null)) fail(`gh stand-in: unexpected call: gh ${args.join(' ')}`);

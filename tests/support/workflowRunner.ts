@@ -39,6 +39,8 @@ export interface RunOptions {
   /** The repository's checkout: the workflows are read from it, and jobs start in a copy of it. */
   readonly workspace: string;
   readonly event: 'push' | 'pull_request' | 'workflow_dispatch';
+  /** github.ref: by default refs/heads/main (a pull request: its merge ref); a dispatch may be from another branch. */
+  readonly ref?: string;
   readonly inputs?: Record<string, unknown>;
   readonly runId: string;
   /** The environment of every `run` step (PATH with the stand-ins, their state). */
@@ -139,7 +141,7 @@ function outputsOf(file: string): Record<string, string> {
 
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
   const record: RunRecord = { steps: [], summaries: {} };
-  const ref = options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main';
+  const ref = options.ref ?? (options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main');
   const github = {
     event_name: options.event,
     ref,

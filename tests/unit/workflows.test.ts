@@ -169,14 +169,20 @@ describe('the order of a release', () => {
     expect(jobs.provenance.environment).toBeUndefined();
     expect(jobs.provenance.permissions).toEqual({ contents: 'read', actions: 'read' });
     const steps = jobs.provenance.steps ?? [];
-    expect(steps.map((s) => s.uses?.replace(/@.*$/, '') ?? s.run)).toEqual([
+    // First, before anything is checked out: only main deploys or rolls back (the environments admit main only too).
+    expect(steps[0].env).toEqual({ REF: '${{ github.ref }}' });
+    expect(steps[0].run).toContain('if [ "$REF" != refs/heads/main ]; then');
+    expect(steps[0].run).toContain('ERR_REF_NOT_MAIN');
+    expect(steps.slice(1).map((s) => s.uses?.replace(/@.*$/, '') ?? s.run)).toEqual([
       'actions/checkout',
-      'node scripts/provenance.cjs "$RUN_ID" --repository "$REPOSITORY" --this-run "$THIS_RUN"',
+      'node scripts/provenance.cjs "$RUN_ID" --environment "$ENVIRONMENT" --repository "$REPOSITORY" --this-run "$THIS_RUN"',
     ]);
-    expect(steps[0].with).toEqual({ 'persist-credentials': false });
-    expect(steps[1].env).toEqual({
+    expect(steps[1].with).toEqual({ 'persist-credentials': false });
+    // The repository is the one infra/env/<env>.pipeline.json pins; github.repository must be it.
+    expect(steps[2].env).toEqual({
       GH_TOKEN: '${{ github.token }}',
       RUN_ID: '${{ inputs.run_id }}',
+      ENVIRONMENT: '${{ inputs.environment }}',
       REPOSITORY: '${{ github.repository }}',
       THIS_RUN: '${{ github.run_id }}',
     });
