@@ -401,7 +401,7 @@ describe('every honoured variable set at once (the values of the table): telemet
     await honouredIngestion?.stop();
   });
 
-  test('the requests are served, and their events, element trace and dependencies arrive, correlated', () => {
+  test('the requests are served, and their events (the rejected element in its event) and storage rounds arrive, correlated', () => {
     expect({ accepted: answers.accepted.status, rejected: answers.rejected.status }).toEqual({ accepted: 204, rejected: 400 });
     const arrived = honouredIngestion.envelopes;
     const eventOf = (name: string) =>
