@@ -10,6 +10,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { TablesConfig } from './config';
 import type { Loan } from './drawRules';
 import { keyRecordId, type KeyRecord, type PriorDraw } from './idempotency';
+import { StorageTelemetry, type RoundSpec } from './storageTelemetry';
 
 export type StorageFailureCode =
   | 'ERR_STORAGE_UNREACHABLE' // network error: refused, reset, DNS
@@ -287,6 +288,8 @@ export class TableStore {
   private readonly draws: TableClient;
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
+  private readonly tables: TablesConfig;
+  private readonly telemetry: StorageTelemetry;
 
   constructor(
     config: TablesConfig,
@@ -299,7 +302,11 @@ export class TableStore {
     const account =
       config.connectionString === undefined ? (config.endpoint as string) : TableClient.fromConnectionString(config.connectionString, 'probe').url;
     const agent = storageAgent(account);
-    const client = (table: string, options: object): TableClient => {
+    this.tables = config;
+    this.telemetry = new StorageTelemetry(account);
+    const telemetry = { additionalPolicies: [{ policy: this.telemetry.policy, position: 'perRetry' as const }] };
+    const client = (table: string, clientOptions: object): TableClient => {
+      const options = { ...clientOptions, ...telemetry };
       if (config.connectionString !== undefined) {
         // The settings allow a plain-http endpoint only on this machine (Azurite).
         return TableClient.fromConnectionString(config.connectionString, table, { ...options, agent, allowInsecureConnection: true });
@@ -316,7 +323,7 @@ export class TableStore {
 
   /** Point read of one Partners row; undefined when the client is not registered. */
   async readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>> {
-    return this.guard('readPartner', this.timeouts.readMs, async (signal) => {
+    return this.guard({ operation: 'readPartner', tables: [this.tables.partnersTable], method: 'GET' }, this.timeouts.readMs, async (signal) => {
       const row = await this.pointRead(signal, this.partners, clientId, '', ['PartnerId', 'Active']);
       if (row === undefined) return undefined;
       // Absent means active; any value other than true (a string "false", 0 …) fails closed.
@@ -327,7 +334,8 @@ export class TableStore {
   /** One parallel round of point reads: the batch's loans and today's draw rows for them. */
   async readBatchState(day: string, loanNumbers: readonly string[]): Promise<StoreResult<BatchState>> {
     const unique = [...new Set(loanNumbers)];
-    return this.guard('readBatchState', this.timeouts.readMs, async (signal) => {
+    const tables = [this.tables.loansTable, this.tables.drawsTable];
+    return this.guard({ operation: 'readBatchState', tables, method: 'GET' }, this.timeouts.readMs, async (signal) => {
       const [loanRows, drawRows] = await Promise.all([
         Promise.all(unique.map((n) => this.pointRead(signal, this.loans, n, '', LOAN_COLUMNS))),
         Promise.all(unique.map((n) => this.pointRead(signal, this.draws, day, n, DRAW_COLUMNS))),
@@ -356,7 +364,7 @@ export class TableStore {
    */
   async readDraws(day: string, loanNumbers: readonly string[]): Promise<StoreResult<ReadonlyMap<string, PriorDraw>>> {
     const unique = [...new Set(loanNumbers)];
-    return this.guard('readDraws', this.timeouts.readMs, async (signal) => {
+    return this.guard({ operation: 'readDraws', tables: [this.tables.drawsTable], method: 'GET' }, this.timeouts.readMs, async (signal) => {
       const rows = await Promise.all(unique.map((n) => this.pointRead(signal, this.draws, day, n, DRAW_COLUMNS)));
       const draws = new Map<string, PriorDraw>();
       unique.forEach((n, i) => {
@@ -377,6 +385,16 @@ export class TableStore {
    */
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
     const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
+    const spec: RoundSpec = { operation: 'commitDraws', tables: [this.tables.drawsTable], method: 'POST', entity: { partitionKey: context.day } };
+    // A conflict is an answer the logic handles (the 400 names the element), not a failure.
+    return this.telemetry.round(
+      spec,
+      () => this.commit(rows, actions),
+      (result) => ('failure' in result ? result.failure : undefined),
+    );
+  }
+
+  private async commit(rows: readonly DrawRow[], actions: TransactionAction[]): Promise<CommitResult> {
     try {
       await withDeadline(this.timeouts.commitMs, (abortSignal) => this.drawsCommit.submitTransaction(actions, { abortSignal }));
       return { ok: true };
@@ -392,7 +410,7 @@ export class TableStore {
 
   /** The record of this partner's Idempotency-Key, with its ETag; undefined when none exists. */
   async readKeyRecord(partnerId: string, key: string): Promise<StoreResult<HeldKey | undefined>> {
-    return this.guard('readKeyRecord', this.timeouts.readMs, async (signal) => {
+    return this.guard({ operation: 'readKeyRecord', tables: [this.tables.idempotencyTable], method: 'GET' }, this.timeouts.readMs, async (signal) => {
       const row = await this.pointRead(signal, this.keys, keyRecordId(partnerId, key), '', KEY_COLUMNS);
       return row === undefined ? undefined : { record: keyRecord(row), etag: row.etag };
     });
@@ -416,7 +434,15 @@ export class TableStore {
       RequestId: record.requestId,
       TakenAt: { value: record.takenAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
     };
-    const result = await this.guard('takeKey', this.timeouts.commitMs, async (signal) => {
+    const take: RoundSpec = {
+      operation: 'takeKey',
+      tables: [this.tables.idempotencyTable],
+      method: over === undefined ? 'POST' : 'PUT',
+      // The answers a take handles: removed meanwhile (a replace's 404), or taken by another request.
+      expected: new Set(['404 ResourceNotFound', ...TAKEN]),
+      entity: { partitionKey: entity.partitionKey, rowKey: '' },
+    };
+    const result = await this.guard(take, this.timeouts.commitMs, async (signal) => {
       try {
         if (over !== undefined) {
           try {
@@ -483,12 +509,15 @@ export class TableStore {
     return { abortSignal, requestOptions: { timeout: this.timeouts.attemptMs } };
   }
 
-  /** `work` under a deadline of `boundMs`, every failure a value. */
-  private async guard<T>(operation: string, boundMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<StoreResult<T>> {
-    try {
-      return { ok: true, value: await withDeadline(boundMs, work) };
-    } catch (error) {
-      return { ok: false, failure: classify(error, operation) };
-    }
+  /** `work` under a deadline of `boundMs`, every failure a value; one storage round for telemetry. */
+  private guard<T>(spec: RoundSpec, boundMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<StoreResult<T>> {
+    const run = async (): Promise<StoreResult<T>> => {
+      try {
+        return { ok: true, value: await withDeadline(boundMs, work) };
+      } catch (error) {
+        return { ok: false, failure: classify(error, spec.operation) };
+      }
+    };
+    return this.telemetry.round(spec, run, (result) => (result.ok ? undefined : result.failure));
   }
 }

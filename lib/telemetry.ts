@@ -1,14 +1,16 @@
 /**
  * Application Insights (applicationinsights v3, on OpenTelemetry) for on-call: one
- * `DrawRequestBatch` event per invocation, one trace per rejected element, data-quality warnings,
- * and dependency telemetry for Table Storage and the identity provider, all carrying the
- * invocation's operation id. Never a token, secret, connection string or request body.
+ * `DrawRequestBatch` event per invocation (its rejected elements in it), data-quality warnings,
+ * one dependency per Table Storage round and per failed storage call (lib/storageTelemetry.ts), and
+ * the identity provider's calls, all carrying the invocation's operation id. Never a token, secret,
+ * connection string or request body.
  */
 import type { InvocationContext } from '@azure/functions';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { TelemetryClient } from 'applicationinsights';
 import { ingestionIdentity } from './identityOnFirstUse';
 import type { ElementError } from './problem';
+import type { StorageDimension } from './storageTelemetry';
 
 export type Outcome = 'Accepted' | 'Replayed' | 'Rejected' | 'Unauthorized' | 'DependencyFailed' | 'Failed';
 
@@ -54,17 +56,39 @@ export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
  */
 export const TELEMETRY_FIELDS = {
   /** Of the `DrawRequestBatch` event. */
-  eventDimensions: ['requestId', 'outcome', 'partnerId', 'clientId', 'idempotencyKey', 'loanNumbers', 'reason', 'reasonDetail', 'errorCodes'],
+  eventDimensions: [
+    'requestId',
+    'outcome',
+    'partnerId',
+    'clientId',
+    'idempotencyKey',
+    'loanNumbers',
+    'reason',
+    'reasonDetail',
+    'errorCodes',
+    'rejectedElements',
+  ],
   eventMeasurements: ['totalMs', 'rejectedCount', 'batchSize', 'authMs', 'readMs', 'commitMs'],
-  /** Of each `DrawRequest element rejected` trace. */
-  elementDimensions: ['requestId', 'code', 'index', 'loanNumber', 'pointer', 'partnerId'],
   /** Of each `Data quality` trace. */
   dataQualityDimensions: ['issue', 'requestId', 'loanNumber', 'clientId'],
+  /** Of the Table Storage dependencies: a round (`calls` …) or a failed call (`table`, `partitionKey` …). */
+  dependencyDimensions: [
+    'operation',
+    'tables',
+    'calls',
+    'failedCalls',
+    'abandonedCalls',
+    'statuses',
+    'failure',
+    'storageCode',
+    'table',
+    'partitionKey',
+    'rowKey',
+  ] satisfies readonly StorageDimension[],
 } as const;
 
 type EventDimension = (typeof TELEMETRY_FIELDS.eventDimensions)[number];
 type EventMeasurement = (typeof TELEMETRY_FIELDS.eventMeasurements)[number];
-type ElementDimension = (typeof TELEMETRY_FIELDS.elementDimensions)[number];
 export type DataQualityDimension = (typeof TELEMETRY_FIELDS.dataQualityDimensions)[number];
 
 export interface Telemetry {
@@ -121,6 +145,31 @@ function invocationTrace(invocation: InvocationContext) {
   return trace.setSpanContext(ROOT_CONTEXT, { traceId: match[1], spanId: match[2], traceFlags: parseInt(match[3], 16), isRemote: true });
 }
 
+/**
+ * The longest `rejectedElements` written: Application Insights cuts a dimension at 8,192 characters.
+ * A batch's worst case (100 elements, each `99:<16-digit loan>:PendingTransactionRequest,`) is about
+ * 4,600; a longer list (only if the batch limit grew) ends with `+N` for the entries left out.
+ */
+export const REJECTED_ELEMENTS_MAX_CHARS = 8_000;
+
+/**
+ * The rejected elements as `index:loanNumber:code`, comma-separated (the loan number empty when the
+ * element had none that could be read): what on-call needs of each, in one dimension of the event
+ * rather than a record per element. Pointer and detail are in the partner's 400 and the host's log line.
+ */
+export function rejectedElementsOf(errors: readonly ElementError[]): string | undefined {
+  const entries = errors.filter((e) => e.index !== undefined).map((e) => `${e.index}:${e.loanNumber ?? ''}:${e.code}`);
+  if (entries.length === 0) return undefined;
+  let text = '';
+  for (const [i, entry] of entries.entries()) {
+    const next = text === '' ? entry : `${text},${entry}`;
+    // Room is kept for the `,+N` that ends a cut list.
+    if (next.length > REJECTED_ELEMENTS_MAX_CHARS - 8) return `${text},+${entries.length - i}`;
+    text = next;
+  }
+  return text;
+}
+
 /** Dimensions of the batch event: plain strings; counts and durations as measurements. */
 export function eventOf(record: BatchRecord): { properties: Record<string, string>; measurements: Record<string, number> } {
   const counts: Record<string, number> = {};
@@ -133,7 +182,14 @@ export function eventOf(record: BatchRecord): { properties: Record<string, strin
   if (record.loanNumbers !== undefined && record.loanNumbers.length > 0) properties.loanNumbers = record.loanNumbers.join(',');
   if (record.reason !== undefined) properties.reason = record.reason;
   if (record.reasonDetail !== undefined) properties.reasonDetail = record.reasonDetail;
+  else {
+    // A request-level 400 (not JSON, too large …): its detail, a fixed text of lib/problem.ts DETAILS.
+    const requestErrors = record.errors.filter((e) => e.index === undefined);
+    if (requestErrors.length > 0) properties.reasonDetail = requestErrors.map((e) => e.detail).join('; ');
+  }
   if (record.errors.length > 0) properties.errorCodes = JSON.stringify(counts);
+  const rejected = rejectedElementsOf(record.errors);
+  if (rejected !== undefined) properties.rejectedElements = rejected;
   const measurements: { [K in EventMeasurement]?: number } = {
     totalMs: record.durations.total,
     rejectedCount: new Set(record.errors.map((e) => e.index)).size,
@@ -147,7 +203,7 @@ export function eventOf(record: BatchRecord): { properties: Record<string, strin
 
 export interface TelemetryOptions {
   readonly connectionString: string;
-  /** Share of dependency traces kept, 0–1; events and traces are always kept. */
+  /** Share of operations whose dependencies are kept, 0–1; events and traces are always kept. */
   readonly samplingRatio: number;
   /** Send with a managed identity's Entra token (resources with local auth off). */
   readonly entraIngestion?: { readonly clientId?: string };
@@ -219,15 +275,20 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   const client: TelemetryClient = new Client(options.connectionString);
   client.config.samplingPercentage = options.samplingRatio * 100;
   client.config.enableAutoCollectRequests = false; // the Functions host already records every request
+  // Both off, or the shim turns the http instrumentation back on (to ignore one direction only).
+  client.config.enableAutoCollectDependencies = false;
   client.config.enableAutoCollectPerformance = false; // the host reports performance counters
   client.config.enableAutoCollectConsole = false;
   client.config.enableAutoCollectExternalLoggers = false; // no bunyan or winston here (and not in the bundle)
   client.config.azureMonitorOpenTelemetryOptions = {
     tracesPerSecond: 0, // the SDK's default keeps only 5 traces/s; sample by ratio instead
     enableLiveMetrics: false,
+    // Table Storage is recorded per round (lib/storageTelemetry.ts) and the identity provider by
+    // tracedFetch: nothing needs the SDK's per-call spans, and the http instrumentation is not in the
+    // package (scripts/bundlePlugins.ts NOT_SHIPPED).
     instrumentationOptions: {
-      http: { enabled: true },
-      azureSdk: { enabled: true }, // Table Storage operations as dependencies
+      http: { enabled: false },
+      azureSdk: { enabled: false },
       mongoDb: { enabled: false },
       mySql: { enabled: false },
       postgreSql: { enabled: false },
@@ -262,16 +323,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     batch: (record) =>
       safely(() => {
         const { properties, measurements } = eventOf(record);
+        // The rejected elements are in the event (rejectedElements): a refused batch of 100 is one record, not 101.
         client.trackEvent({ name: EVENT_NAME, properties, measurements });
-        // One trace per rejected element: a partner's complaint about one loan is found by loan number.
-        for (const e of record.errors) {
-          const element: { [K in ElementDimension]?: string } = { requestId: record.requestId, code: e.code };
-          if (e.index !== undefined) element.index = String(e.index);
-          if (e.loanNumber !== undefined) element.loanNumber = String(e.loanNumber);
-          if (e.pointer !== undefined) element.pointer = e.pointer;
-          if (record.partnerId !== undefined) element.partnerId = record.partnerId;
-          client.trackTrace({ message: `DrawRequest element rejected: ${e.code}: ${e.detail}`, severity: KnownSeverityLevel.Information, properties: element });
-        }
       }),
     dataQuality: (issue, properties) =>
       safely(() => client.trackTrace({ message: `Data quality: ${issue}`, severity: KnownSeverityLevel.Warning, properties: { issue, ...properties } })),

@@ -60,6 +60,7 @@ export const NOT_SHIPPED = [
   '@opentelemetry/instrumentation-pg',
   '@opentelemetry/instrumentation-redis',
   '@opentelemetry/instrumentation-redis-4',
+  '@opentelemetry/instrumentation-http',
 ] as const;
 
 /**
@@ -170,9 +171,10 @@ export const STAND_IN_PATHS: readonly StandInPath[] = [
       '@opentelemetry/instrumentation-mysql',
       '@opentelemetry/instrumentation-pg',
       '@opentelemetry/instrumentation-redis',
+      '@opentelemetry/instrumentation-http',
     ],
     reachedBy: JSON_CONFIGURATION,
-    why: 'lib/telemetry.ts turns these instrumentations off',
+    why: 'lib/telemetry.ts turns these instrumentations off (http: with both enableAutoCollectRequests and enableAutoCollectDependencies false, which the shim needs to leave it off); Table Storage is recorded per round and the identity provider by tracedFetch',
   },
 ];
 

@@ -31,8 +31,8 @@ export type StorageRequestKind = 'read' | 'commit' | 'write';
 
 export interface ChaosProxy {
   readonly port: number;
-  /** Chooses each request's fault when it arrives. */
-  decide: (kind: StorageRequestKind) => Fault;
+  /** Chooses each request's fault when it arrives, from its kind and its path and query (percent-decoded). */
+  decide: (kind: StorageRequestKind, path: string) => Fault;
   /** Faults applied, by kind of request, for a history's summary. */
   readonly applied: Record<string, number>;
   /** Resolves once every request that arrived has been answered, dropped or forwarded and finished. */
@@ -90,7 +90,7 @@ export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
 
   const handle = async (req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> => {
     const kind: StorageRequestKind = req.url?.includes('$batch') ? 'commit' : req.method === 'GET' ? 'read' : 'write';
-    const fault = proxy.decide(kind);
+    const fault = proxy.decide(kind, decodeURIComponent(req.url ?? ''));
     const label = `${kind}:${fault.kind}`;
     proxy.applied[label] = (proxy.applied[label] ?? 0) + 1;
     switch (fault.kind) {

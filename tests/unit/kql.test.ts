@@ -69,15 +69,16 @@ function workbookQueries(): [string, string][] {
 }
 
 const QUERIES = [...runbookQueries(), ...alertQueries(), ...workbookQueries()];
-const { eventDimensions, eventMeasurements, elementDimensions, dataQualityDimensions } = TELEMETRY_FIELDS;
-/** What the service writes, by table: its event in customEvents, its element and data-quality traces in traces. */
+const { eventDimensions, eventMeasurements, dataQualityDimensions, dependencyDimensions } = TELEMETRY_FIELDS;
+/** What the service writes, by table: its event in customEvents, its data-quality traces in traces, its storage rounds and failed calls in dependencies. */
 const WRITTEN: Record<string, { customDimensions: ReadonlySet<string>; customMeasurements: ReadonlySet<string> }> = {
   customEvents: { customDimensions: new Set(eventDimensions), customMeasurements: new Set(eventMeasurements) },
-  traces: { customDimensions: new Set([...elementDimensions, ...dataQualityDimensions]), customMeasurements: new Set() },
+  traces: { customDimensions: new Set(dataQualityDimensions), customMeasurements: new Set() },
+  dependencies: { customDimensions: new Set(dependencyDimensions), customMeasurements: new Set() },
 };
 /** A column that is no single table's (after a union): any name the service writes. */
 const WRITTEN_ANYWHERE = {
-  customDimensions: new Set<string>([...eventDimensions, ...elementDimensions, ...dataQualityDimensions]),
+  customDimensions: new Set<string>([...eventDimensions, ...dataQualityDimensions, ...dependencyDimensions]),
   customMeasurements: new Set<string>(eventMeasurements),
 };
 
@@ -137,5 +138,7 @@ describe('the checks can fail', () => {
     expect(unwrittenKeysOf('traces | where tostring(customDimensions.loanNumber) == "1" | extend o = tostring(customDimensions.outcome)')).toEqual([
       'traces.customDimensions.outcome',
     ]);
+    // The element traces are gone: their dimensions are read from the event's rejectedElements now.
+    expect(unwrittenKeysOf('traces | where tostring(customDimensions.code) == "InvalidAmount"')).toEqual(['traces.customDimensions.code']);
   });
 });

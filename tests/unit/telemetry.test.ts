@@ -2,7 +2,18 @@ import { HttpRequest, InvocationContext } from '@azure/functions';
 import { createMisconfiguredHandler } from '../../functions/drawRequest';
 import { ConfigError, loadConfig } from '../../lib/config';
 import { internalError } from '../../lib/problem';
-import { MISCONFIGURED, SHUTDOWN_FLUSH_MS, eventOf, flushWithin, noTelemetry, startTelemetry, type BatchRecord, type Telemetry } from '../../lib/telemetry';
+import {
+  MISCONFIGURED,
+  REJECTED_ELEMENTS_MAX_CHARS,
+  SHUTDOWN_FLUSH_MS,
+  eventOf,
+  flushWithin,
+  noTelemetry,
+  rejectedElementsOf,
+  startTelemetry,
+  type BatchRecord,
+  type Telemetry,
+} from '../../lib/telemetry';
 
 const base: BatchRecord = { requestId: 'r-1', outcome: 'Rejected', errors: [], durations: { total: 12.5 } };
 
@@ -25,8 +36,32 @@ test('the event counts error codes and rejected elements, and keeps durations as
     partnerId: 'P',
     clientId: 'C',
     errorCodes: '{"InvalidAmount":2,"PendingTransactionRequest":1}',
+    rejectedElements: '0::InvalidAmount,2::InvalidAmount,3:7:PendingTransactionRequest',
   });
   expect(measurements).toEqual({ totalMs: 5, authMs: 1, readMs: 2, batchSize: 4, rejectedCount: 3 });
+});
+
+test('the rejected elements of the largest batch, at their longest, fit in one dimension; a longer list is cut at an entry and says how many are left out', () => {
+  const worst = Array.from({ length: 100 }, (_, i) => ({
+    index: i,
+    loanNumber: 9_007_199_254_740_991,
+    code: 'PendingTransactionRequest' as const,
+    detail: 'd',
+  }));
+  const listed = rejectedElementsOf(worst) as string;
+  expect(listed.split(',')).toHaveLength(100);
+  expect(listed.length).toBeLessThan(REJECTED_ELEMENTS_MAX_CHARS);
+  const many = rejectedElementsOf([...worst, ...worst, ...worst]) as string;
+  expect(many.length).toBeLessThanOrEqual(REJECTED_ELEMENTS_MAX_CHARS);
+  const entries = many.split(',');
+  expect(entries.at(-1)).toBe(`+${300 - (entries.length - 1)}`);
+  expect(entries.slice(0, -1).every((e) => /^\d+:\d+:PendingTransactionRequest$/.test(e))).toBe(true);
+});
+
+test("a request-level 400 has no element entries: its detail is the event's reasonDetail", () => {
+  const { properties } = eventOf({ ...base, errors: [{ code: 'InvalidRequest', detail: 'the request body is not valid JSON' }] });
+  expect(properties).toEqual(expect.objectContaining({ reasonDetail: 'the request body is not valid JSON', errorCodes: '{"InvalidRequest":1}' }));
+  expect(properties).not.toHaveProperty('rejectedElements');
 });
 
 test("the batch's loan numbers, comma-separated, so that on-call finds a loan's draws", () => {
