@@ -105,9 +105,9 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
       plan = keyPlan;
     }
 
-    for (const [loanNumber, loan] of state.value.loans) {
-      if (loan.availableCredit === undefined) outcome.dataQuality('LoanWithoutCredit', { loanNumber });
-    }
+    // One warning per request, however many of its loans lack credit: a batch of 100 is not 100 records.
+    const withoutCredit = [...state.value.loans].filter(([, loan]) => loan.availableCredit === undefined).map(([loanNumber]) => loanNumber);
+    if (withoutCredit.length > 0) outcome.dataQuality('LoanWithoutCredit', { loanNumbers: withoutCredit.join(',') });
     // A batch that holds its key passed the rules when it took it: a later attempt completes that
     // submission as it was accepted, and storage decides (a loan drawn meanwhile is a lost race).
     if (plan.takenAt === undefined) {

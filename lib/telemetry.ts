@@ -70,7 +70,7 @@ export const TELEMETRY_FIELDS = {
   ],
   eventMeasurements: ['totalMs', 'rejectedCount', 'batchSize', 'authMs', 'readMs', 'commitMs'],
   /** Of each `Data quality` trace. */
-  dataQualityDimensions: ['issue', 'requestId', 'loanNumber', 'clientId'],
+  dataQualityDimensions: ['issue', 'requestId', 'loanNumbers', 'clientId'],
   /** Of the Table Storage dependencies: a round (`calls` …) or a failed call (`table`, `partitionKey` …). */
   dependencyDimensions: [
     'operation',

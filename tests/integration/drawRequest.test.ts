@@ -264,15 +264,24 @@ describe('draw rules 4–8 against storage', () => {
     expect(await h.drawsFor(loan)).toHaveLength(1);
   });
 
-  test('a loan without numeric AvailableCredit has no credit, and on-call sees a data-quality warning', async () => {
-    const loan = await h.loan();
-    await h
-      .table('loans')
-      .upsertEntity({ partitionKey: String(loan), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', AvailableCredit: 'lots' }, 'Replace');
-    const reply = await h.post([draw(loan, 1)]);
+  test('loans without numeric AvailableCredit have no credit, and on-call sees one data-quality warning naming them all', async () => {
+    const [loan, other, fine] = [await h.loan(), await h.loan(), await h.loan()];
+    for (const [n, credit] of [
+      [loan, 'lots'],
+      [other, undefined],
+    ] as const)
+      await h
+        .table('loans')
+        .upsertEntity(
+          { partitionKey: String(n), rowKey: '', PartnerId: PARTNER, FundingInvestorId: 'I', ...(credit === undefined ? {} : { AvailableCredit: credit }) },
+          'Replace',
+        );
+    const reply = await h.post([draw(loan, 1), draw(other, 1), draw(fine, 1)]);
     expectProblem400(reply);
-    expect(reply.body.errors[0].code).toBe('InvalidAmount');
-    expect(h.logs.some((l) => l.includes(`Data quality: LoanWithoutCredit loanNumber=${loan}`))).toBe(true);
+    expect(reply.body.errors.map((e: { code: string }) => e.code)).toEqual(['InvalidAmount', 'InvalidAmount']);
+    const warnings = h.logs.filter((l) => l.includes('Data quality: LoanWithoutCredit'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`loanNumbers=${loan},${other}`);
   });
 
   test('AvailableCredit stored as Int32 or Int64 counts as credit', async () => {

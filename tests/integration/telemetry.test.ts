@@ -252,7 +252,7 @@ test('data-quality warnings: a loan without numeric credit, a Partners row witho
   const warnings = ofType(ingestion.envelopes, 'MessageData').filter((e) => String(e.data.baseData.message).startsWith('Data quality'));
   expect(warnings.map((w) => w.data.baseData.properties)).toEqual(
     expect.arrayContaining([
-      expect.objectContaining({ issue: 'LoanWithoutCredit', loanNumber: '503', requestId: sent.rejected.requestId }),
+      expect.objectContaining({ issue: 'LoanWithoutCredit', loanNumbers: '503', requestId: sent.rejected.requestId }),
       expect.objectContaining({ issue: 'PartnerWithoutId', clientId: 'unnamed-client', requestId: sent.unnamed.requestId }),
     ]),
   );

@@ -135,7 +135,7 @@ describe('the checks can fail', () => {
   test('a dimension the service writes, read from a table it does not write it in', () => {
     expect(unwrittenKeysOf('customEvents | where tostring(customDimensions.code) == "InvalidAmount"')).toEqual(['customEvents.customDimensions.code']);
     expect(unwrittenKeysOf('dependencies | where tostring(customDimensions.requestId) == "x"')).toEqual(['dependencies.customDimensions.requestId']);
-    expect(unwrittenKeysOf('traces | where tostring(customDimensions.loanNumber) == "1" | extend o = tostring(customDimensions.outcome)')).toEqual([
+    expect(unwrittenKeysOf('traces | where tostring(customDimensions.loanNumbers) == "1" | extend o = tostring(customDimensions.outcome)')).toEqual([
       'traces.customDimensions.outcome',
     ]);
     // The element traces are gone: their dimensions are read from the event's rejectedElements now.

@@ -186,7 +186,7 @@ describe('a recording that throws (an SDK fault) never fails the invocation it d
       });
       expect(() => telemetry.batch({ ...base, errors: [{ index: 0, code: 'InvalidAmount', detail: 'd' }] })).not.toThrow();
       expect(() => telemetry.batch(base)).not.toThrow();
-      expect(() => telemetry.dataQuality('LoanWithoutCredit', { loanNumber: '1' })).not.toThrow();
+      expect(() => telemetry.dataQuality('LoanWithoutCredit', { loanNumbers: '1' })).not.toThrow();
       expect(trackEvent).toHaveBeenCalledTimes(2);
       expect(trackTrace).toHaveBeenCalledTimes(1);
       expect(logged.mock.calls).toEqual([[expect.stringMatching(/^DrawRequest telemetry: recording failed.*TypeError: exporter gone$/)]]);
