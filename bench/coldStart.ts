@@ -28,8 +28,11 @@ const SETTINGS = {
   TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
 };
 
-/** The issue's budget for the package with telemetry on, in the real worker. */
-export const COLD_START_TARGETS = { initMs: 250, rssMiB: 80, zipMiB: 5 } as const;
+/**
+ * The budget for the package with telemetry on, in the real worker. RSS after init is bounded above the
+ * empty worker's in the same run (docs/decisions.md, 2026-11-26: it replaced the absolute 80 MiB).
+ */
+export const COLD_START_TARGETS = { initMs: 250, rssAboveEmptyMiB: 14, zipMiB: 5 } as const;
 
 export interface ColdStartRow {
   readonly app: 'empty app' | 'package' | 'tsc output';
@@ -58,7 +61,7 @@ export function node22(): string {
 }
 
 /** The worker's own share: an app whose main only registers one HTTP function with @azure/functions. */
-async function emptyApp(dir: string): Promise<string> {
+export async function emptyApp(dir: string): Promise<string> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'empty', version: '1.0.0', main: 'main.js' }));
   writeFileSync(join(dir, 'host.json'), JSON.stringify({ version: '2.0' }));
@@ -155,7 +158,7 @@ export function coldStartSection({ rows, zipBytes, zipFiles, runs }: ColdStart):
     ...packaged.map((r) => `| init ≤ ${COLD_START_TARGETS.initMs} ms (${r.node}) | ${f0(r.initMs)} ms | ${verdict(r.initMs <= COLD_START_TARGETS.initMs)} |`),
     ...packaged.map((r) => {
       const empty = rows.find((e) => e.app === 'empty app' && e.node === r.node)?.rssMiB ?? NaN;
-      return `| RSS after init ≤ ${COLD_START_TARGETS.rssMiB} MiB (${r.node}) | ${r.rssMiB.toFixed(1)} MiB (the empty app ${empty.toFixed(1)}, so +${(r.rssMiB - empty).toFixed(1)}) | ${verdict(r.rssMiB <= COLD_START_TARGETS.rssMiB)} |`;
+      return `| RSS after init ≤ ${COLD_START_TARGETS.rssAboveEmptyMiB} MiB above the empty app's (${r.node}) | ${r.rssMiB.toFixed(1)} MiB (the empty app ${empty.toFixed(1)}, so +${(r.rssMiB - empty).toFixed(1)}) | ${verdict(r.rssMiB - empty <= COLD_START_TARGETS.rssAboveEmptyMiB)} |`;
     }),
     `| zip ≤ ${COLD_START_TARGETS.zipMiB} MiB | ${mib.toFixed(2)} MiB, ${zipFiles} files | ${verdict(mib <= COLD_START_TARGETS.zipMiB)} |`,
     '',

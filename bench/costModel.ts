@@ -71,3 +71,19 @@ export function sparseMonthly(memoryMB: number, latencyMs: number, calls: number
  * columns, "around 25 percent less than the incoming data size" on average (azure-monitor/logs/cost-logs).
  */
 export const INGESTION = { perGb: 2.3, billedShare: 0.75, freeGbPerMonth: 5 } as const;
+
+/**
+ * What one call's telemetry costs per million calls: the JSON it sends (measured at the ingestion
+ * endpoint), billed at INGESTION.billedShare of that, at the Analytics Logs rate, before the free 5 GB
+ * a month (left out as the Functions grant is). The same for sparse and for steady traffic: the bytes
+ * are per call, whatever the instance does between calls.
+ */
+export function telemetryPerMillion(bytesPerCall: number): number {
+  return ((bytesPerCall * 1e6) / 1e9) * INGESTION.billedShare * INGESTION.perGb;
+}
+
+/** A month's Analytics Logs bill for `calls` that each send `bytesPerCall`, after the free 5 GB. */
+export function ingestionMonthly(bytesPerCall: number, calls: number): number {
+  const billedGb = (calls * bytesPerCall * INGESTION.billedShare) / 1e9;
+  return Math.max(0, billedGb - INGESTION.freeGbPerMonth) * INGESTION.perGb;
+}

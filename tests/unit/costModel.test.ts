@@ -1,5 +1,16 @@
-import { PRICES, alwaysReadyBreakEvenShare, alwaysReadyMonthly, billedSeconds, sparseMonthly, sparsePerMillion, steadyPerMillion } from '../../bench/costModel';
-import { capacity, costSection, judgedAt, type SizeResult } from '../../bench/sizes';
+import {
+  INGESTION,
+  PRICES,
+  alwaysReadyBreakEvenShare,
+  alwaysReadyMonthly,
+  billedSeconds,
+  ingestionMonthly,
+  sparseMonthly,
+  sparsePerMillion,
+  steadyPerMillion,
+  telemetryPerMillion,
+} from '../../bench/costModel';
+import { capacity, costSection, initShares, judgedAt, telemetryTargetLines, type SizeResult } from '../../bench/sizes';
 
 describe('the billed activity window: at least 1,000 ms, then rounded up to 100 ms', () => {
   test.each([
@@ -68,6 +79,24 @@ describe('a month on demand, after the free grant', () => {
   });
 });
 
+describe('telemetry: the JSON one call sends, billed at Analytics Logs ingestion', () => {
+  test('per million calls: bytes × 10^6 as GB (10^9 bytes), 75 % of it billed, at $2.30 per GB', () => {
+    expect(INGESTION).toEqual({ perGb: 2.3, billedShare: 0.75, freeGbPerMonth: 5 });
+    // 4,096 bytes a call: 4.096 GB sent per million calls, 3.072 GB billed, $7.07.
+    expect(telemetryPerMillion(4096)).toBeCloseTo(4.096 * 0.75 * 2.3, 10);
+    // The 2026-11-25 batch of 100 (440,337 bytes): $760 per million.
+    expect(telemetryPerMillion(440_337)).toBeCloseTo(759.58, 2);
+    expect(telemetryPerMillion(0)).toBe(0);
+  });
+
+  test('a month: only what is billed beyond the free 5 GB', () => {
+    // 1,000,000 calls of 4,000 bytes: 3 GB billed, within the 5 GB.
+    expect(ingestionMonthly(4000, 1_000_000)).toBe(0);
+    // 10,000,000 calls of 4,000 bytes: 30 GB billed, 25 GB beyond the grant.
+    expect(ingestionMonthly(4000, 10_000_000)).toBeCloseTo(25 * 2.3, 10);
+  });
+});
+
 describe('the cost section of bench/results.md, rendered from measured figures', () => {
   const cell = (batch: 1 | 100, concurrency: number, cpuMsPerRequest: number, errors = 0) => ({
     batch,
@@ -99,7 +128,80 @@ describe('the cost section of bench/results.md, rendered from measured figures',
   test('capacity is the cores over the CPU per call; the row shows sparse, steady and always-ready figures from it', () => {
     expect(capacity(size, 100, 4)).toBeCloseTo(8, 10);
     const row = costSection([size], { memoryMB: 2048, concurrency: 4 }).find((line) => line.startsWith('| 2048 MB'));
-    // billed 1 s each; $52.40 per million; 200 / 8 calls/s; steady 2 GB ÷ 8/s; $20.74 a month; 0.4/s to 0.4 ÷ 0.18 s.
-    expect(row).toBe('| 2048 MB | 1 / 1 | $52 / $52 | 200.0 / 8.0 (at 4) | $0.66 / $6.90 | $21 | 0.40 to 2.2 |');
+    // billed 1 s each; $52.40 per million; 200 / 8 calls/s; steady 2 GB ÷ 8/s; $20.74 a month; 0.4/s to 0.4 ÷ 0.18 s; no telemetry measured.
+    expect(row).toBe('| 2048 MB | 1 / 1 | $52 / $52 | 200.0 / 8.0 (at 4) | $0.66 / $6.90 | $21 | 0.40 to 2.2 | not measured | not measured | not measured |');
+  });
+
+  test('telemetry is added to sparse and to steady compute alike, from the measured bytes per call', () => {
+    const volume = (bytes: number) => ({ envelopes: 4, dependencies: 2, bytes });
+    // 2,000 bytes: $3.45 per million; 20,000 bytes: $34.50 per million.
+    const telemetry = { single: volume(2000), batch: volume(20_000), refused: volume(25_000) };
+    const row = costSection([{ ...size, telemetry }], { memoryMB: 2048, concurrency: 4 }).find((line) => line.startsWith('| 2048 MB'));
+    // sparse $52.40 + $3.45 and + $34.50; steady $0.66 + $3.45 and $6.90 + $34.50.
+    expect(row).toBe('| 2048 MB | 1 / 1 | $52 / $52 | 200.0 / 8.0 (at 4) | $0.66 / $6.90 | $21 | 0.40 to 2.2 | $3.45 / $35 | $56 / $87 | $4.11 / $41 |');
+  });
+});
+
+describe('the targets of issue #32 and of the 2026-11-26 decision, against a run', () => {
+  const volume = (envelopes: number, bytes: number) => ({ envelopes, dependencies: 2, bytes });
+  const initRow = (app: 'empty app' | 'package' | 'package before #32', telemetry: boolean, initMs: number, rssMiB: number) => ({
+    app,
+    telemetry,
+    initMs,
+    rssMiB,
+    samples: [initMs],
+  });
+  const cpu = (concurrency: number, beforeMs: number, afterMs: number) => ({
+    batch: 100 as const,
+    concurrency,
+    requests: 24,
+    beforeMs,
+    afterMs,
+    ratios: [afterMs / beforeMs],
+    ratio: afterMs / beforeMs,
+  });
+  const run: SizeResult = {
+    memoryMB: 2048,
+    cores: 1,
+    defaultConcurrency: 16,
+    cold: { initMs: 300, rssMiB: 85, samples: [300] },
+    isolated: { single: 8, batch: 180 },
+    cells: [],
+    warmRssMiB: 170,
+    peakRssMiB: 230,
+    telemetry: { single: volume(4, 3000), batch: volume(6, 24 * 1024 + 1), refused: volume(5, 9000) },
+    initComparison: {
+      runs: 1,
+      rows: [
+        initRow('package', true, 300, 85),
+        initRow('empty app', false, 100, 72),
+        initRow('package', false, 260, 80),
+        initRow('package before #32', false, 255, 79),
+        initRow('package before #32', true, 350, 89),
+      ],
+    },
+    baseline: { commit: 'c88e4df', rounds: 1, cpu: [cpu(1, 150, 100), cpu(4, 120, 90)], telemetry: { single: volume(8, 6800), batch: volume(504, 440_000) } },
+  };
+
+  test("telemetry's share of init is the package's with telemetry minus without; RSS is against the empty worker's", () => {
+    expect(initShares(run.initComparison?.rows ?? [])).toEqual({ telemetryMs: 40, rssAboveEmptyMiB: 13 });
+    expect(initShares(run.initComparison?.rows ?? [], 'package before #32')).toEqual({ telemetryMs: 95, rssAboveEmptyMiB: 17 });
+  });
+
+  test('each bound met or not met, with the figure: a byte over 24 KiB is not met, a CPU ratio of 0.75 is not 30 % below', () => {
+    const lines = telemetryTargetLines([run]);
+    const verdicts = lines.map((line) => line.split(' | ').at(-1));
+    expect(verdicts).toEqual(['met |', '**not met** |', 'met |', 'met |', '**not met** |', 'met |', 'met |']);
+    expect(lines[0]).toContain('4.0 envelopes, 2.9 KiB');
+    expect(lines[3]).toContain('100.0 ms against 150.0 ms: 0.67× (median of 1 rounds), 33 % below');
+    expect(lines[4]).toContain('0.75×');
+    expect(lines[5]).toContain('300 − 260 = 40.0 ms; before #32 95.0 ms');
+    expect(lines[6]).toContain('85.0 − 72.0 = +13.0 MiB; before #32 17.0 MiB');
+  });
+
+  test('what was not measured is not met', () => {
+    const lines = telemetryTargetLines([{ ...run, telemetry: undefined, baseline: undefined, initComparison: undefined }]);
+    expect(lines.filter((line) => line.includes('not measured'))).toHaveLength(4);
+    expect(lines.every((line) => line.endsWith('| **not met** |'))).toBe(true);
   });
 });
