@@ -25,6 +25,9 @@
 #   PARTNER_WRITER_PRINCIPAL_ID  object id that may write the Partners table (default: whoever is signed in)
 #   SMOKE_CLIENT_ID              client id of the smoke identity (default: the environment's deploying
 #                                identity, deployClientId of infra/env/<env>.pipeline.json)
+#   DEPLOY_CLIENT_IP             this machine's public IPv4 address, for the partners step's temporary
+#                                storage rule when the environment is isolated (default: asked of
+#                                https://api.ipify.org); STORAGE_RULE_WAIT_SECONDS between write attempts (10)
 set -euo pipefail
 
 usage() {
@@ -147,19 +150,66 @@ output() {
   fi
 }
 
+# An isolated environment's storage answers only on its private endpoints, and this machine (a GitHub-hosted
+# runner, a person's) is outside the network. For the Partners rows alone, a rule admits this machine's
+# public address: opened just before the writes, closed right after them, also when they fail (trap). The
+# rows still need the Partners role (Microsoft Entra ID; no key exists). A run killed in between leaves the
+# rule until the next infrastructure deployment, which declares public access off and no rule
+# (docs/deploy.md, "Who reaches the tables"; docs/decisions.md, 2026-11-26).
+rule_account=""
+rule_ip=""
+close_storage() {
+  [ -n "$rule_account" ] || return 0
+  local failed=false
+  az storage account update --resource-group "$group" --name "$rule_account" --public-network-access Disabled --output none || failed=true
+  az storage account network-rule remove --resource-group "$group" --account-name "$rule_account" --ip-address "$rule_ip" --output none || failed=true
+  if [ "$failed" = true ]; then
+    echo "STORAGE LEFT OPEN to ${rule_ip}: close it (docs/runbook.md, \"Reading the tables\") or run the infra step" >&2
+    return 1
+  fi
+  echo "storage closed again: public network access Disabled, no rule"
+  rule_account=""
+}
+open_storage() {
+  rule_ip="${DEPLOY_CLIENT_IP:-$(curl -fsS --max-time 10 https://api.ipify.org || true)}"
+  if ! [[ "$rule_ip" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then
+    echo "no public IPv4 address of this machine (got '${rule_ip}'): set DEPLOY_CLIENT_IP" >&2
+    exit 1
+  fi
+  rule_account="$1"
+  trap 'close_storage || exit 1' EXIT
+  az storage account network-rule add --resource-group "$group" --account-name "$rule_account" --ip-address "$rule_ip" --output none
+  az storage account update --resource-group "$group" --name "$rule_account" --public-network-access Enabled --default-action Deny --output none
+  echo "storage open to ${rule_ip} only, for the Partners rows"
+}
+
 if runs partners; then
   account="$(output storageAccountName)"
   table="$(output partnersTableName)"
   # to_string: the CLI's tsv writes booleans as True/False; the table wants true/false.
   rows="$(output partnerRows "[].[clientId, partnerId, to_string(active)]")"
+  isolated="$(output networkIsolated)"
+  case "$isolated" in true | True) open_storage "$account" ;; esac
   count=0
   while IFS=$'\t' read -r client partner active; do
     [ -n "$client" ] || continue
-    az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
-      --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none
+    # A new rule takes effect within moments to a minute or two: the first writes may be refused meanwhile.
+    for attempt in 1 2 3 4 5 6; do
+      if az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
+        --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none; then
+        break
+      fi
+      if [ -z "$rule_account" ] || [ "$attempt" -eq 6 ]; then
+        echo "Partners row of ${partner} not written" >&2
+        exit 1
+      fi
+      sleep "${STORAGE_RULE_WAIT_SECONDS:-10}"
+    done
     count=$((count + 1))
   done <<<"$rows"
   echo "partners written: $count"
+  close_storage
+  trap - EXIT
 fi
 
 if runs code || runs smoke; then

@@ -278,6 +278,9 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
   SMOKE_RETRY_SECONDS: '0',
   SMOKE_ATTEMPTS: '3',
   DEPLOY_RETRY_SECONDS: '0',
+  // The runner's public address, for the partners step's temporary storage rule (both environments are isolated).
+  DEPLOY_CLIENT_IP: '203.0.113.7',
+  STORAGE_RULE_WAIT_SECONDS: '0',
 });
 
 /** Runs deploy.yml for `event`; GitHub knows the run (in progress, then its conclusion) as the provenance check reads it. */
@@ -326,15 +329,24 @@ describe('a push to main', () => {
       'dev-deploy-client: deployment group what-if rg-drawreq-dev',
       'dev-deploy-client: group exists',
       'dev-deploy-client: deployment group create rg-drawreq-dev',
+      // Isolated: the runner's address is admitted for the Partners rows only, then the account is closed again.
+      'dev-deploy-client: storage account network-rule add',
+      'dev-deploy-client: storage account update',
       'dev-deploy-client: storage entity insert',
       'dev-deploy-client: storage entity insert',
       'dev-deploy-client: storage entity insert',
+      'dev-deploy-client: storage account update',
+      'dev-deploy-client: storage account network-rule remove',
       'dev-deploy-client: functionapp deploy rg-drawreq-dev',
       'prod-deploy-client: deployment group what-if rg-drawreq-prod',
       'prod-deploy-client: group exists',
       'prod-deploy-client: deployment group create rg-drawreq-prod',
+      'prod-deploy-client: storage account network-rule add',
+      'prod-deploy-client: storage account update',
       'prod-deploy-client: storage entity insert',
       'prod-deploy-client: storage entity insert',
+      'prod-deploy-client: storage account update',
+      'prod-deploy-client: storage account network-rule remove',
       'prod-deploy-client: functionapp deploy rg-drawreq-prod',
     ]);
     // Every template call: the environment's own files; its deploying identity may write Partners and is the smoke identity.
@@ -629,9 +641,13 @@ describe('scripts/deploy.sh by hand', () => {
       'deployment group what-if',
       'group exists',
       'deployment group create',
+      'storage account network-rule add',
+      'storage account update',
       'storage entity insert',
       'storage entity insert',
       'storage entity insert',
+      'storage account update',
+      'storage account network-rule remove',
       'functionapp deploy',
     ]);
     // The smoke identity is the environment's deploying identity, whoever deploys: its grant and row stay.
@@ -991,5 +1007,84 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
       expect(() => calls(setup.log)).toThrow(); // no az call at all: no log
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('isolated storage: the partners step admits its own address for the rows only, and closes again', () => {
+  const deploy = (setup: Setup, args: string[], env: Record<string, string> = {}) =>
+    spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), ...args], { env: { ...standInEnv(setup), ...env }, encoding: 'utf8', input: '' });
+  const network = (setup: Setup, account: string) => (JSON.parse(readFileSync(setup.state, 'utf8')) as { storage: Record<string, unknown> }).storage[account];
+  const storageCalls = (setup: Setup) =>
+    calls(setup.log)
+      .filter((c) => isCall(c, 'storage'))
+      .map((c) =>
+        [verb(c), ...['--ip-address', '--public-network-access', '--default-action'].filter((o) => c.args.includes(o)).map((o) => after(c, o))].join(' '),
+      );
+
+  test('one /32 rule for this machine, public access on with Deny only while the rows are written, then off and the rule gone', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    const result = deploy(setup, ['prod', '--infra-only', '--yes']);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(storageCalls(setup)).toEqual([
+      'storage account network-rule add 203.0.113.7',
+      'storage account update Enabled Deny',
+      'storage entity insert',
+      'storage entity insert',
+      'storage account update Disabled',
+      'storage account network-rule remove 203.0.113.7',
+    ]);
+    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+    expect(result.stdout).toContain('storage closed again: public network access Disabled, no rule');
+  });
+
+  test("writes refused (the address was not this machine's): retried, then the step fails and the account is closed all the same", () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOY_CLIENT_IP: '198.51.100.9', AZ_CALLER_IP: '203.0.113.7' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('Partners row of PARTNER-001 not written');
+    expect(storageCalls(setup)).toEqual([
+      'storage account network-rule add 198.51.100.9',
+      'storage account update Enabled Deny',
+      ...Array<string>(6).fill('storage entity insert'),
+      'storage account update Disabled',
+      'storage account network-rule remove 198.51.100.9',
+    ]);
+    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+  });
+
+  test('without the rule the isolated account refuses the writes; an environment that is not isolated opens nothing', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    expect(deploy(setup, ['dev', '--infra-only', '--yes']).status).toBe(0);
+    rmSync(setup.log);
+    // The stand-in refuses the data plane to an address no rule admits, as Azure Storage does.
+    const refused = spawnSync(
+      'az',
+      ['storage', 'entity', 'insert', '--account-name', 'stdrawreqdevabc123', '--table-name', 'Partners', '--entity', 'PartitionKey=x'],
+      {
+        env: standInEnv(setup),
+        encoding: 'utf8',
+      },
+    );
+    expect([refused.status, refused.stderr]).toEqual([1, expect.stringContaining('AuthorizationFailure')]);
+    const parametersFile = join(setup.workspace, 'infra', 'env', 'dev.parameters.json');
+    const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: Record<string, { value: unknown }> };
+    parameters.parameters.networkIsolated = { value: false };
+    writeFileSync(parametersFile, JSON.stringify(parameters));
+    rmSync(setup.log);
+    expect(deploy(setup, ['dev', '--infra-only', '--yes'], { DEPLOYMENT_NAME: 'drawreq-dev-public' }).status).toBe(0);
+    expect(storageCalls(setup)).toEqual(['storage entity insert', 'storage entity insert', 'storage entity insert']);
+  });
+
+  test('no public IPv4 address of this machine: refused before the account is touched', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOY_CLIENT_IP: 'not-an-address' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('set DEPLOY_CLIENT_IP');
+    expect(storageCalls(setup)).toEqual([]);
   });
 });
