@@ -5,7 +5,8 @@
  *
  * lib/problem.ts derives ERROR_NAMES and DETAILS from it; tests/unit/errorCatalogue.test.ts checks
  * every document that lists them (contract §2.2 and §2.3, README, partners.md, openapi.yaml) against it,
- * both ways. A new rule is a row here, its check in lib/drawRules.ts, and the rows those tests ask for.
+ * both ways; tests/unit/errorPrecedence.test.ts checks that the code applies them in this order (each pair
+ * that can both apply) and freezes the partner-visible codes and names. A new rule is a row here, its check in lib/drawRules.ts, and the rows those tests ask for.
  */
 import { MAX_BATCH_SIZE_LIMIT } from './config';
 import { LIMITS } from './limits';
