@@ -74,6 +74,9 @@ param blobSoftDeleteDays int = 7
 @description('true: the storage account answers only on private endpoints in the environment\'s virtual network, and the app reaches it through its subnet; false: public endpoints (Microsoft Entra authentication still required).')
 param networkIsolated bool
 
+@description('Isolated only: true (phase 1) keeps the storage account\'s public network access on while the network, the endpoints and the app\'s subnet are introduced; false (phase 2, a separate deployment) closes it to the private endpoints. No environment closes it yet: docs/deploy.md, "Network isolation".')
+param storagePublicAccess bool = true
+
 @description('Address space of the environment\'s virtual network (isolated only); it must not overlap a network it is peered with.')
 param vnetAddressPrefix string = '10.40.0.0/23'
 
@@ -306,6 +309,7 @@ module storage 'modules/storage.bicep' = {
     blobSoftDeleteDays: blobSoftDeleteDays
     deleteLock: storageDeleteLock
     networkIsolated: networkIsolated
+    publicAccess: storagePublicAccess
   }
 }
 
@@ -461,6 +465,9 @@ output storageAccountName string = storage.outputs.name
 
 @description('true: the storage account answers only on private endpoints; scripts/deploy.sh opens a temporary rule for its own address to write the Partners rows.')
 output networkIsolated bool = networkIsolated
+
+@description('The storage account answers on its private endpoints only (isolated and storagePublicAccess false): the Partners step then needs its temporary rule.')
+output storageClosed bool = networkIsolated && !storagePublicAccess
 
 @description('The Partners table (the deployment writes its rows).')
 output partnersTableName string = partnersTableName

@@ -46,6 +46,9 @@ resource vnet 'Microsoft.Network/virtualNetworks@2024-05-01' = {
         name: appSubnetName
         properties: {
           addressPrefix: appSubnetPrefix
+          // Explicit: the app's outbound to Microsoft Entra ID and Application Insights uses the platform's
+          // default outbound access (no NAT gateway). Settable only when the subnet is created.
+          defaultOutboundAccess: true
           delegations: [
             {
               name: 'flex-consumption'

@@ -75,6 +75,7 @@ function outputsFor(parametersFile, inline) {
     apiAppId: `api-app-id-${env}`,
     apiIdentifierUri: `api://api-app-id-${env}`,
     networkIsolated: value('networkIsolated', false),
+    storageClosed: value('networkIsolated', false) && !value('storagePublicAccess', true),
     partnerRows: [...value('partners', []), ...smoke].map((p) => ({ clientId: p.clientAppId, partnerId: p.partnerId, active: p.active ?? true })),
   };
   return Object.fromEntries(
@@ -149,9 +150,9 @@ switch (command) {
         properties: { provisioningState: 'Succeeded', timestamp: new Date().toISOString(), outputs: outputsFor(parametersFile, inline) },
       },
     ];
-    // The storage account's network settings as main.bicep declares them: isolated, public access off and no rule.
+    // The storage account's network settings as main.bicep declares them: closed, public access off and no rule.
     const outputs = outputsFor(parametersFile, inline);
-    const isolated = outputs.networkIsolated.value === true;
+    const isolated = outputs.storageClosed.value === true;
     state.storage = {
       ...state.storage,
       [outputs.storageAccountName.value]: { publicNetworkAccess: isolated ? 'Disabled' : 'Enabled', defaultAction: isolated ? 'Deny' : 'Allow', ipRules: [] },
@@ -172,6 +173,11 @@ switch (command) {
   case 'storage account network-rule': {
     const account = state.storage?.[option('--account-name')];
     if (account === undefined) fail(`The Resource 'Microsoft.Storage/storageAccounts/${option('--account-name')}' was not found`);
+    if (args[3] === 'add' && process.env.AZ_FAIL_NETWORK_RULE_ADD) fail('(InvalidValue) The value of --ip-address is not valid.');
+    if (args[3] === 'list') {
+      answer({ ipRules: account.ipRules.map((r) => ({ action: 'Allow', ipAddressOrRange: r })), virtualNetworkRules: [] });
+      break;
+    }
     const ip = option('--ip-address');
     account.ipRules = args[3] === 'add' ? [...account.ipRules.filter((r) => r !== ip), ip] : account.ipRules.filter((r) => r !== ip);
     save();

@@ -1607,24 +1607,29 @@ describe('network isolation and zones (issue #34): published Azure types and the
     ]);
   });
 
-  test('both environments are isolated, by parameter; prod is zone redundant, dev is not', () => {
-    expect(ENVIRONMENTS.map((env) => [env, envValue(env, 'networkIsolated'), envValue(env, 'zoneRedundant')])).toEqual([
-      ['dev', true, false],
-      ['prod', true, true],
+  test('dormant: no environment is isolated yet (docs/deploy.md, "Network isolation": why); prod is zone redundant, dev is not', () => {
+    expect(ENVIRONMENTS.map((env) => [env, envValue(env, 'networkIsolated'), envValue(env, 'storagePublicAccess'), envValue(env, 'zoneRedundant')])).toEqual([
+      ['dev', false, true, false],
+      ['prod', false, true, true],
     ]);
     expect(envValue('prod', 'storageSku')).toMatch(/^Standard_(ZRS|GZRS)$/);
   });
 
-  test('isolated, the storage account answers only on private endpoints: public access off, no rule, nothing trusted', () => {
+  test('closed (isolated and storagePublicAccess false), the storage account answers only on private endpoints: public access off, no rule, nothing trusted', () => {
     const account = resourceOf(moduleFile('storage'), 'Microsoft.Storage/storageAccounts').body;
-    expect(exprText(at(account, 'properties.publicNetworkAccess'))).toBe("networkIsolated ? 'Disabled' : 'Enabled'");
+    expect(readFileSync(join(INFRA, 'modules', 'storage.bicep'), 'utf8')).toContain('var closed = networkIsolated && !publicAccess');
+    expect(exprText(at(account, 'properties.publicNetworkAccess'))).toBe("closed ? 'Disabled' : 'Enabled'");
     expect(at(account, 'properties.networkAcls')).toEqual({
-      defaultAction: new Expr("networkIsolated ? 'Deny' : 'Allow'"),
-      bypass: new Expr("networkIsolated ? 'None' : 'AzureServices'"),
+      defaultAction: new Expr("closed ? 'Deny' : 'Allow'"),
+      bypass: new Expr("closed ? 'None' : 'AzureServices'"),
       ipRules: [],
       virtualNetworkRules: [],
     });
     expect(mainModule('storage').params.networkIsolated).toEqual(new Expr('networkIsolated'));
+    expect(mainModule('storage').params.publicAccess).toEqual(new Expr('storagePublicAccess'));
+    // Phase 1 by default: isolating an environment keeps storage public until a second deployment closes it.
+    expect(readFileSync(MAIN, 'utf8')).toContain('param storagePublicAccess bool = true');
+    expect(readFileSync(MAIN, 'utf8')).toContain('output storageClosed bool = networkIsolated && !storagePublicAccess');
   });
 
   test('a private endpoint, with its private DNS zone linked to the network, for blob and for table; nothing else', () => {
@@ -1654,6 +1659,14 @@ describe('network isolation and zones (issue #34): published Azure types and the
       [new Expr('appSubnetName'), [{ name: 'flex-consumption', properties: { serviceName: 'Microsoft.App/environments' } }]],
       [new Expr('endpointSubnetName'), undefined],
     ]);
+    // Outbound to Microsoft Entra ID and Application Insights: explicit, so an API version whose default is false cannot cut it.
+    expect(subnets.map((s) => at(s, 'properties.defaultOutboundAccess'))).toEqual([true, undefined]);
+    expect(
+      azureProblems('Microsoft.Network/virtualNetworks@2024-05-01', {
+        name: 'v',
+        properties: { subnets: [{ name: 's', properties: { defaultOutboundAccess: 'true' } }] },
+      }),
+    ).toEqual(['properties.subnets[0].properties.defaultOutboundAccess: a boolean is expected']);
     const site = resourceOf(moduleFile('functionApp'), 'Microsoft.Web/sites').body;
     expect(exprText(at(site, 'properties.virtualNetworkSubnetId'))).toBe('empty(subnetId) ? null : subnetId');
     expect(exprText(mainModule('functionApp').params.subnetId)).toBe("networkIsolated ? network.outputs.appSubnetId : ''");
