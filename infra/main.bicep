@@ -69,6 +69,29 @@ param storageDeleteLock bool = false
 @maxValue(365)
 param blobSoftDeleteDays int = 7
 
+// ---------------------------------------------------------------- network and zones (docs/deploy.md, "Network isolation")
+
+@description('true: the storage account answers only on private endpoints in the environment\'s virtual network, and the app reaches it through its subnet; false: public endpoints (Microsoft Entra authentication still required).')
+param networkIsolated bool
+
+@description('Isolated only: true (phase 1) keeps the storage account\'s public network access on while the network, the endpoints and the app\'s subnet are introduced; false (phase 2, a separate deployment) closes it to the private endpoints. No environment closes it yet: docs/deploy.md, "Network isolation".')
+param storagePublicAccess bool = true
+
+@description('Address space of the environment\'s virtual network (isolated only); it must not overlap a network it is peered with.')
+param vnetAddressPrefix string = '10.40.0.0/23'
+
+@description('Subnet of the function app, delegated to Microsoft.App/environments: /24 leaves room for maximumInstanceCount.')
+param appSubnetPrefix string = '10.40.0.0/24'
+
+@description('Subnet of the private endpoints.')
+param endpointSubnetPrefix string = '10.40.1.0/27'
+
+@description('Table private endpoints for other systems\' networks (the loan-servicing system): [{ name, location, subnetId, privateDnsZoneId }] (docs/deploy.md, "Who reaches the tables").')
+param externalTableEndpoints array = []
+
+@description('Spread the Flex Consumption plan\'s instances across availability zones; it then keeps at least two always-ready instances, billed as always-ready (docs/decisions.md, 2026-11-26).')
+param zoneRedundant bool
+
 // ---------------------------------------------------------------- monitoring
 
 @description('Days the Log Analytics workspace keeps telemetry.')
@@ -228,6 +251,12 @@ var tableNames = [
 ]
 // The service's per-invocation event (lib/telemetry.ts EVENT_NAME), which the alerts query.
 var eventName = 'DrawRequestBatch'
+// The storage services the app uses, each with a private endpoint when isolated: blob (host storage and
+// the deployment container) and table (the service's tables). No queue or file: the app has neither.
+var storageServices = [
+  'blob'
+  'table'
+]
 var authority = endsWith(authAuthorityHost, '/') ? substring(authAuthorityHost, 0, length(authAuthorityHost) - 1) : authAuthorityHost
 // The smoke check's caller (scripts/smokeCheck.cjs): granted and registered exactly as a partner is.
 var smokePartners = [
@@ -279,6 +308,38 @@ module storage 'modules/storage.bicep' = {
     tableNames: tableNames
     blobSoftDeleteDays: blobSoftDeleteDays
     deleteLock: storageDeleteLock
+    networkIsolated: networkIsolated
+    publicAccess: storagePublicAccess
+  }
+}
+
+module network 'modules/network.bicep' = if (networkIsolated) {
+  name: 'network'
+  params: {
+    name: 'vnet-${baseName}'
+    location: location
+    tags: allTags
+    addressPrefix: vnetAddressPrefix
+    appSubnetPrefix: appSubnetPrefix
+    endpointSubnetPrefix: endpointSubnetPrefix
+    storageServices: storageServices
+  }
+}
+
+module storageEndpoints 'modules/storageEndpoints.bicep' = if (networkIsolated) {
+  name: 'storageEndpoints'
+  params: {
+    storageAccountName: storage.outputs.name
+    location: location
+    tags: allTags
+    subnetId: networkIsolated ? network.outputs.endpointSubnetId : ''
+    services: [
+      for (service, i) in storageServices: {
+        service: service
+        zoneId: networkIsolated ? network.outputs.zoneIds[i] : ''
+      }
+    ]
+    externalTableEndpoints: externalTableEndpoints
   }
 }
 
@@ -342,6 +403,8 @@ module functionApp 'modules/functionApp.bicep' = {
     maximumInstanceCount: maximumInstanceCount
     perInstanceConcurrency: perInstanceConcurrency
     alwaysReady: alwaysReady
+    zoneRedundant: zoneRedundant
+    subnetId: networkIsolated ? network.outputs.appSubnetId : ''
     appInsightsConnectionString: monitoring.outputs.connectionString
     authTenantId: toLower(authTenantId)
     authAuthorityHost: authority
@@ -360,9 +423,11 @@ module functionApp 'modules/functionApp.bicep' = {
     maxBatchSize: maxBatchSize
     telemetrySamplingPercentage: telemetrySamplingPercentage
   }
-  // The host reads its storage, the package and the tables as soon as it starts.
+  // The host reads its storage, the package and the tables as soon as it starts: its roles, and when
+  // isolated the private endpoints and their DNS records, exist first.
   dependsOn: [
     roleAssignments
+    storageEndpoints
   ]
 }
 
@@ -397,6 +462,12 @@ output functionAppUrl string = 'https://${functionApp.outputs.defaultHostName}'
 
 @description('Storage account holding the tables (Partners rows are added here).')
 output storageAccountName string = storage.outputs.name
+
+@description('true: the storage account answers only on private endpoints; scripts/deploy.sh opens a temporary rule for its own address to write the Partners rows.')
+output networkIsolated bool = networkIsolated
+
+@description('The storage account answers on its private endpoints only (isolated and storagePublicAccess false): the Partners step then needs its temporary rule.')
+output storageClosed bool = networkIsolated && !storagePublicAccess
 
 @description('The Partners table (the deployment writes its rows).')
 output partnersTableName string = partnersTableName

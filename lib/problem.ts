@@ -1,19 +1,13 @@
 import type { HttpResponseInit } from '@azure/functions';
+import { ERRORS, type ErrorCode, type ErrorNames } from './errorCatalogue';
+
+export { DETAILS, type ErrorCode } from './errorCatalogue';
 
 /**
- * The error catalogue (docs/contract.md §2.3): the only place that names per-element errors.
- * Partners match on `code`; `error` is the exact text the contract fixes.
+ * Each code's exact `error` name (docs/contract.md §2.3), derived from the error catalogue
+ * (lib/errorCatalogue.ts), the only place that names errors. Partners match on `code`.
  */
-export const ERROR_NAMES = {
-  InvalidRequest: 'Invalid Request',
-  InvalidLoanNumber: 'Invalid Loan Number',
-  InvalidAmount: 'Invalid Amount',
-  InvalidAuthorization: 'Invalid Authorization',
-  InvalidFundingInvestor: 'Invalid Funding Investor',
-  PendingTransactionRequest: 'Pending Transaction Request',
-} as const;
-
-export type ErrorCode = keyof typeof ERROR_NAMES;
+export const ERROR_NAMES = Object.freeze(Object.fromEntries(ERRORS.map((e) => [e.code, e.error]))) as ErrorNames;
 
 /** One rejected element (with `index`) or the request itself (without). */
 export interface ElementError {
@@ -23,33 +17,6 @@ export interface ElementError {
   readonly loanNumber?: number;
   readonly pointer?: string;
 }
-
-/** The `detail` texts, so tests and docs quote the same words as responses. */
-export const DETAILS = {
-  contentType: 'Content-Type must be application/json',
-  tooLarge: (maxBytes: number) => `the request body must be at most ${maxBytes} bytes`,
-  unreadable: 'the request body could not be read as UTF-8 text',
-  notJson: 'the request body is not valid JSON',
-  notArray: 'the request body must be a JSON array of draw requests',
-  batchSize: (max: number) => `the request body must be an array of 1 to ${max} draw requests`,
-  tooDeep: (levels: number) => `the request body must not nest deeper than ${levels} levels`,
-  notObject: 'a draw request must be a JSON object',
-  tooManyKeys: (keys: number) => `a draw request, and any object in it, may have at most ${keys} keys`,
-  missing: (field: string) => `${field} is required`,
-  ambiguous: (field: string) => `more than one key names ${field} (keys are case-insensitive)`,
-  requestor: 'requestor must be a string of 1 to 256 characters without control characters',
-  loanNumberFormat: 'loanNumber must be a positive integer or a string of 1 to 16 digits',
-  amountFormat: 'amount must be a number of at least 1.00 with at most 2 decimal places',
-  loanNotFound: 'no loan with this loan number exists',
-  notAuthorized: 'this loan cannot be drawn on by the caller',
-  noFundingInvestor: 'the loan has no funding investor assigned',
-  amountAboveCredit: "amount must be between 1.00 and the loan's available credit",
-  alreadyToday: 'a draw request for this loan was already submitted today',
-  duplicateInBatch: 'an earlier draw request in this batch names the same loan',
-  idempotencyKeyForm: 'the Idempotency-Key header must be 1 to 128 visible ASCII characters',
-  idempotencyKeyReused: 'this Idempotency-Key is bound to a different batch; send a new key with a new batch',
-  idempotencyKeyExpired: 'this Idempotency-Key expired before this batch was recorded under it; send the batch with a new key',
-} as const;
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 

@@ -50,6 +50,12 @@ param perInstanceConcurrency int
 @maxValue(20)
 param alwaysReady int
 
+@description('true: the plan spreads instances across availability zones and keeps at least two always-ready instances (billed as always-ready).')
+param zoneRedundant bool
+
+@description('Subnet (delegated to Microsoft.App/environments) the app\'s outbound traffic goes through; empty: none.')
+param subnetId string
+
 @description('Application Insights connection string.')
 param appInsightsConnectionString string
 
@@ -114,6 +120,9 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
   properties: {
     reserved: true
+    // Can be switched on an existing Flex Consumption plan in a region that supports it
+    // (az functionapp list-flexconsumption-locations --zone-redundant): docs/decisions.md, 2026-11-26.
+    zoneRedundant: zoneRedundant
   }
 }
 
@@ -138,6 +147,8 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   }
   properties: {
     serverFarmId: plan.id
+    // Virtual network integration: host storage, the package and the tables through the subnet.
+    virtualNetworkSubnetId: empty(subnetId) ? null : subnetId
     httpsOnly: true
     clientCertEnabled: false
     siteConfig: {

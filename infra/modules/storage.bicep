@@ -33,6 +33,15 @@ param tableNames array
 @maxValue(365)
 param blobSoftDeleteDays int
 
+@description('true: the data plane answers only on private endpoints (public network access off, no rule, nothing trusted); false: from every network, with Microsoft Entra authentication still required.')
+param networkIsolated bool
+
+@description('Isolated only: true keeps public network access on (default Allow, Microsoft Entra authentication still required) while the private endpoints and the app\'s subnet are introduced (phase 1 of docs/deploy.md, "Moving an existing environment to isolation"); false closes the account (phase 2).')
+param publicAccess bool
+
+// Closed: the data plane answers on the private endpoints only.
+var closed = networkIsolated && !publicAccess
+
 @description('Add a CanNotDelete lock so the account (and the draws in it) cannot be deleted by accident.')
 param deleteLock bool
 
@@ -52,10 +61,14 @@ resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     allowCrossTenantReplication: false
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
-    publicNetworkAccess: 'Enabled'
+    // Closed: an update in place (never a new account). ipRules is declared empty so that a deployment
+    // also removes a temporary rule a cancelled run of scripts/deploy.sh could have left (docs/deploy.md).
+    publicNetworkAccess: closed ? 'Disabled' : 'Enabled'
     networkAcls: {
-      defaultAction: 'Allow'
-      bypass: 'AzureServices'
+      defaultAction: closed ? 'Deny' : 'Allow'
+      bypass: closed ? 'None' : 'AzureServices'
+      ipRules: []
+      virtualNetworkRules: []
     }
   }
 }
@@ -101,6 +114,9 @@ resource lock 'Microsoft.Authorization/locks@2020-05-01' = if (deleteLock) {
     notes: 'Holds the DrawRequests of record and the Functions host storage. Remove this lock deliberately before deleting the account.'
   }
 }
+
+@description('Account resource id (the private endpoints\' target).')
+output id string = account.id
 
 @description('Account name (AzureWebJobsStorage__accountName).')
 output name string = account.name

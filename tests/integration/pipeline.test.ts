@@ -278,6 +278,9 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
   SMOKE_RETRY_SECONDS: '0',
   SMOKE_ATTEMPTS: '3',
   DEPLOY_RETRY_SECONDS: '0',
+  // The runner's public address, for the partners step's temporary storage rule (when a test closes storage).
+  DEPLOY_CLIENT_IP: '203.0.113.7',
+  STORAGE_RULE_WAIT_SECONDS: '0',
 });
 
 /** Runs deploy.yml for `event`; GitHub knows the run (in progress, then its conclusion) as the provenance check reads it. */
@@ -373,11 +376,12 @@ describe('a push to main', () => {
       [true, 'deployment-smoke-check'],
     ]);
     // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build).
+    // Seven deploy steps: the Partners step's storage closed again (always; nothing to do here, storage is public).
     expect(record.steps.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
       ...Array<string>(3).fill('deploy-dev > provenance'),
-      ...Array<string>(6).fill('deploy-dev > deploy'),
+      ...Array<string>(7).fill('deploy-dev > deploy'),
       ...Array<string>(3).fill('deploy-prod > provenance'),
-      ...Array<string>(6).fill('deploy-prod > deploy'),
+      ...Array<string>(7).fill('deploy-prod > deploy'),
     ]);
     expect(record.steps.filter((s) => s.endsWith('provenance: dispatched from main'))).toHaveLength(2);
     expect(Object.entries(record.summaries).map(([job, text]) => [job, text.split('\n')[0]])).toEqual([
@@ -991,5 +995,154 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
       expect(() => calls(setup.log)).toThrow(); // no az call at all: no log
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('closed storage: the partners step admits its own address for the rows only, and closes again', () => {
+  const deploy = (setup: Setup, args: string[], env: Record<string, string> = {}) =>
+    spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), ...args], { env: { ...standInEnv(setup), ...env }, encoding: 'utf8', input: '' });
+  const network = (setup: Setup, account: string) => (JSON.parse(readFileSync(setup.state, 'utf8')) as { storage: Record<string, unknown> }).storage[account];
+  const storageCalls = (setup: Setup) =>
+    calls(setup.log)
+      .filter((c) => isCall(c, 'storage'))
+      .map((c) =>
+        [verb(c), ...['--ip-address', '--public-network-access', '--default-action'].filter((o) => c.args.includes(o)).map((o) => after(c, o))].join(' '),
+      );
+  /** Phase 2 of docs/deploy.md's migration, which no environment file sets yet: isolated and storage closed. */
+  const close = (setup: Setup, env: string, values: Record<string, unknown> = { networkIsolated: true, storagePublicAccess: false }) => {
+    const parametersFile = join(setup.workspace, 'infra', 'env', `${env}.parameters.json`);
+    const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: Record<string, { value: unknown }> };
+    for (const [name, value] of Object.entries(values)) parameters.parameters[name] = { value };
+    writeFileSync(parametersFile, JSON.stringify(parameters));
+  };
+
+  test('one /32 rule for this machine, public access on with Deny only while the rows are written, then off and the rule gone', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    close(setup, 'prod');
+    const result = deploy(setup, ['prod', '--infra-only', '--yes']);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(storageCalls(setup)).toEqual([
+      'storage account network-rule add 203.0.113.7',
+      'storage account update Enabled Deny',
+      'storage entity insert',
+      'storage entity insert',
+      'storage account update Disabled',
+      'storage account network-rule remove 203.0.113.7',
+    ]);
+    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+    expect(result.stdout).toContain('storage closed again: public network access Disabled, no rule');
+  });
+
+  test("the rule never takes effect (a runner in the account's region): retried, then the step fails naming Azure Storage's same-region limitation, and the account is closed all the same", () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    close(setup, 'prod');
+    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOY_CLIENT_IP: '198.51.100.9', AZ_CALLER_IP: '203.0.113.7' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('Partners row of PARTNER-001 not written: the temporary rule for 198.51.100.9 did not take effect after 6 attempts');
+    expect(result.stderr).toContain('have no effect on requests that originate from the same Azure region');
+    expect(result.stderr).not.toContain('STORAGE LEFT OPEN');
+    expect(storageCalls(setup)).toEqual([
+      'storage account network-rule add 198.51.100.9',
+      'storage account update Enabled Deny',
+      ...Array<string>(6).fill('storage entity insert'),
+      'storage account update Disabled',
+      'storage account network-rule remove 198.51.100.9',
+    ]);
+    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+  });
+
+  test('without the rule the closed account refuses the writes; isolated in phase 1 (storage public) or not isolated, nothing is opened', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    close(setup, 'dev');
+    expect(deploy(setup, ['dev', '--infra-only', '--yes']).status).toBe(0);
+    rmSync(setup.log);
+    // The stand-in refuses the data plane to an address no rule admits, as Azure Storage does.
+    const refused = spawnSync(
+      'az',
+      ['storage', 'entity', 'insert', '--account-name', 'stdrawreqdevabc123', '--table-name', 'Partners', '--entity', 'PartitionKey=x'],
+      {
+        env: standInEnv(setup),
+        encoding: 'utf8',
+      },
+    );
+    expect([refused.status, refused.stderr]).toEqual([1, expect.stringContaining('AuthorizationFailure')]);
+    for (const [name, values] of [
+      ['phase1', { networkIsolated: true, storagePublicAccess: true }],
+      ['public', { networkIsolated: false, storagePublicAccess: true }],
+    ] as const) {
+      close(setup, 'dev', values);
+      rmSync(setup.log);
+      expect(deploy(setup, ['dev', '--infra-only', '--yes'], { DEPLOYMENT_NAME: `drawreq-dev-${name}` }).status).toBe(0);
+      expect(storageCalls(setup)).toEqual(['storage entity insert', 'storage entity insert', 'storage entity insert']);
+    }
+  });
+
+  test('no public IPv4 address of this machine: refused before the account is touched', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    close(setup, 'prod');
+    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOY_CLIENT_IP: 'not-an-address' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('set DEPLOY_CLIENT_IP');
+    expect(storageCalls(setup)).toEqual([]);
+  });
+
+  test('the rule cannot be added: nothing was opened, so nothing is claimed left open', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    close(setup, 'prod');
+    // An address the stand-in's account does not know how to add: the add fails as az would for a bad --ip-address.
+    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { AZ_FAIL_NETWORK_RULE_ADD: '1' });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).not.toContain('STORAGE LEFT OPEN');
+    expect(storageCalls(setup)).toEqual(['storage account network-rule add 203.0.113.7']);
+    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+  });
+
+  test('--close-storage (the pipeline runs it after the partners step, whatever happened): a left-over rule removed and public access off; idempotent; nothing to do unless storage is closed', () => {
+    const setup = workspace();
+    signIn(setup.state, 'deployer', 'servicePrincipal');
+    expect(deploy(setup, ['prod', '--infra-only', '--yes']).status).toBe(0);
+    rmSync(setup.log);
+    const open = deploy(setup, ['prod', '--close-storage']);
+    expect([open.status, open.stdout]).toEqual([0, expect.stringContaining('nothing to close')]);
+    expect(storageCalls(setup)).toEqual([]);
+    close(setup, 'prod');
+    expect(deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOYMENT_NAME: 'drawreq-prod-closed' }).status).toBe(0);
+    // A run killed between its writes: the rule and public access left behind.
+    for (const args of [
+      [
+        'storage',
+        'account',
+        'network-rule',
+        'add',
+        '--resource-group',
+        'rg-drawreq-prod',
+        '--account-name',
+        'stdrawreqprodabc123',
+        '--ip-address',
+        '203.0.113.7',
+      ],
+      ['storage', 'account', 'update', '--resource-group', 'rg-drawreq-prod', '--name', 'stdrawreqprodabc123', '--public-network-access', 'Enabled'],
+    ])
+      expect(spawnSync('az', args, { env: standInEnv(setup), encoding: 'utf8' }).status).toBe(0);
+    rmSync(setup.log);
+    for (const round of [1, 2]) {
+      const result = deploy(setup, ['prod', '--close-storage']);
+      expect({ round, status: result.status, stderr: result.stderr }).toEqual({ round, status: 0, stderr: '' });
+      expect(result.stdout).toContain('storage closed: public network access Disabled, no IP rule');
+      expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+    }
+    expect(storageCalls(setup)).toEqual([
+      'storage account update Disabled',
+      'storage account network-rule list',
+      'storage account network-rule remove 203.0.113.7',
+      'storage account update Disabled',
+      'storage account network-rule list',
+    ]);
   });
 });

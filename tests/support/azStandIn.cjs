@@ -74,9 +74,13 @@ function outputsFor(parametersFile, inline) {
     partnersTableName: value('partnersTableName', 'Partners'),
     apiAppId: `api-app-id-${env}`,
     apiIdentifierUri: `api://api-app-id-${env}`,
+    networkIsolated: value('networkIsolated', false),
+    storageClosed: value('networkIsolated', false) && !value('storagePublicAccess', true),
     partnerRows: [...value('partners', []), ...smoke].map((p) => ({ clientId: p.clientAppId, partnerId: p.partnerId, active: p.active ?? true })),
   };
-  return Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, { type: Array.isArray(v) ? 'Array' : 'String', value: v }]));
+  return Object.fromEntries(
+    Object.entries(outputs).map(([k, v]) => [k, { type: Array.isArray(v) ? 'Array' : typeof v === 'boolean' ? 'Bool' : 'String', value: v }]),
+  );
 }
 
 function templateCall() {
@@ -146,6 +150,13 @@ switch (command) {
         properties: { provisioningState: 'Succeeded', timestamp: new Date().toISOString(), outputs: outputsFor(parametersFile, inline) },
       },
     ];
+    // The storage account's network settings as main.bicep declares them: closed, public access off and no rule.
+    const outputs = outputsFor(parametersFile, inline);
+    const isolated = outputs.storageClosed.value === true;
+    state.storage = {
+      ...state.storage,
+      [outputs.storageAccountName.value]: { publicNetworkAccess: isolated ? 'Disabled' : 'Enabled', defaultAction: isolated ? 'Deny' : 'Allow', ipRules: [] },
+    };
     save();
     answer({});
     break;
@@ -159,7 +170,37 @@ switch (command) {
   case 'deployment group list':
     answer(state.deployments[option('--resource-group')] ?? []);
     break;
+  case 'storage account network-rule': {
+    const account = state.storage?.[option('--account-name')];
+    if (account === undefined) fail(`The Resource 'Microsoft.Storage/storageAccounts/${option('--account-name')}' was not found`);
+    if (args[3] === 'add' && process.env.AZ_FAIL_NETWORK_RULE_ADD) fail('(InvalidValue) The value of --ip-address is not valid.');
+    if (args[3] === 'list') {
+      answer({ ipRules: account.ipRules.map((r) => ({ action: 'Allow', ipAddressOrRange: r })), virtualNetworkRules: [] });
+      break;
+    }
+    const ip = option('--ip-address');
+    account.ipRules = args[3] === 'add' ? [...account.ipRules.filter((r) => r !== ip), ip] : account.ipRules.filter((r) => r !== ip);
+    save();
+    answer(account.ipRules.map((r) => ({ action: 'Allow', ipAddressOrRange: r })));
+    break;
+  }
+  case 'storage account update': {
+    const account = state.storage?.[option('--name')];
+    if (account === undefined) fail(`The Resource 'Microsoft.Storage/storageAccounts/${option('--name')}' was not found`);
+    account.publicNetworkAccess = option('--public-network-access') ?? account.publicNetworkAccess;
+    account.defaultAction = option('--default-action') ?? account.defaultAction;
+    save();
+    answer({ name: option('--name'), publicNetworkAccess: account.publicNetworkAccess, networkRuleSet: { defaultAction: account.defaultAction } });
+    break;
+  }
   case 'storage entity insert': {
+    // The data plane from this machine (AZ_CALLER_IP, else the DEPLOY_CLIENT_IP the script was given): refused unless the account's network settings admit it.
+    const network = state.storage?.[option('--account-name')];
+    const caller = process.env.AZ_CALLER_IP ?? process.env.DEPLOY_CLIENT_IP;
+    const admitted =
+      network === undefined ||
+      (network.publicNetworkAccess === 'Enabled' && (network.defaultAction === 'Allow' || (caller !== undefined && network.ipRules.includes(caller))));
+    if (!admitted) fail('This request is not authorized to perform this operation.\nErrorCode:AuthorizationFailure');
     const entity = Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
     const table = `${option('--account-name')}/${option('--table-name')}`;
     state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: entity } };

@@ -1,5 +1,6 @@
 import { applyDrawRules, creditCents, type Loan } from '../../lib/drawRules';
 import { parseDrawRequests, type DrawRequest } from '../../lib/requestBody';
+import { elementRule, type DetailKey } from '../../lib/errorCatalogue';
 import { DETAILS, type ElementError } from '../../lib/problem';
 
 const PARTNER = 'partner-a';
@@ -28,48 +29,49 @@ function run(requests: DrawRequest[], loanMap: Map<string, Loan>, drawnToday: st
   return applyDrawRules(requests, loanMap, new Set(drawnToday), partnerId);
 }
 
+/** Rule `rule`'s code and its detail `key`, from the error catalogue, which must list that detail under that rule. */
+function ruleError(rule: number, key: DetailKey): Pick<ElementError, 'code' | 'detail'> {
+  const { code, details } = elementRule(rule);
+  if (!details.includes(key)) throw new Error(`rule ${rule} has no detail ${key} in the error catalogue`);
+  return { code, detail: DETAILS[key] as string };
+}
+
 /** The exact errors the contract documents for each rule, for element `index` on loan `loanNumber`. */
 const expected = {
   notFound: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    code: 'InvalidLoanNumber',
     pointer: `/${index}/loanNumber`,
-    detail: DETAILS.loanNotFound,
+    ...ruleError(4, 'loanNotFound'),
   }),
   notAuthorized: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    code: 'InvalidAuthorization',
     pointer: `/${index}/loanNumber`,
-    detail: DETAILS.notAuthorized,
+    ...ruleError(5, 'notAuthorized'),
   }),
   noInvestor: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    code: 'InvalidFundingInvestor',
-    detail: DETAILS.noFundingInvestor,
+    ...ruleError(6, 'noFundingInvestor'),
   }),
   aboveCredit: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    code: 'InvalidAmount',
     pointer: `/${index}/amount`,
-    detail: DETAILS.amountAboveCredit,
+    ...ruleError(7, 'amountAboveCredit'),
   }),
   alreadyToday: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    code: 'PendingTransactionRequest',
     pointer: `/${index}/loanNumber`,
-    detail: DETAILS.alreadyToday,
+    ...ruleError(8, 'alreadyToday'),
   }),
   duplicate: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    code: 'PendingTransactionRequest',
     pointer: `/${index}/loanNumber`,
-    detail: DETAILS.duplicateInBatch,
+    ...ruleError(8, 'duplicateInBatch'),
   }),
 };
 

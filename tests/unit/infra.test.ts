@@ -1118,6 +1118,12 @@ type GraphType = {
   body?: { $ref: string };
   properties?: Record<string, { type: { $ref: string }; flags: number }>;
   itemType?: { $ref: string };
+  /** StringLiteralType */
+  value?: string;
+  /** UnionType */
+  elements?: Array<{ $ref: string }>;
+  /** ObjectType used as a dictionary (userAssignedIdentities) */
+  additionalProperties?: { $ref: string };
 };
 const graphTypes = JSON.parse(readFileSync(join(GRAPH_TYPES_DIR, 'types.json'), 'utf8')) as GraphType[];
 const graphIndex = JSON.parse(readFileSync(join(GRAPH_TYPES_DIR, 'index.json'), 'utf8')) as {
@@ -1131,7 +1137,26 @@ const FLAG = { required: 1, readOnly: 2, identifier: 16 } as const;
 
 /** What in `value` the Graph type `type` does not allow: unknown or read-only properties, missing required ones. */
 function graphProblems(value: Value, type: GraphType, path: string, existing = false, types: readonly GraphType[] = graphTypes): string[] {
+  // `condition ? <literal> : <literal>`: each branch must fit (the storage account's network settings are written so).
+  const branches = value instanceof Expr ? /^[^?'"]+\?\s*('[^']*'|true|false|-?\d+)\s*:\s*('[^']*'|true|false|-?\d+)$/.exec(value.text.trim()) : null;
+  if (branches !== null) {
+    const asLiteral = (text: string): Value =>
+      text.startsWith("'") ? text.slice(1, -1) : text === 'true' || text === 'false' ? text === 'true' : Number(text);
+    return [...new Set([branches[1], branches[2]].flatMap((b) => graphProblems(asLiteral(b), type, path, existing, types)))];
+  }
   if (value instanceof Expr || value === null) return [];
+  const at = path.replace(/\.$/, '');
+  if (type.$type === 'StringLiteralType') return value === type.value ? [] : [`${at}: ${JSON.stringify(value)} is not ${JSON.stringify(type.value)}`];
+  if (type.$type === 'UnionType') {
+    const options = (type.elements ?? []).map((e) => graphProblems(value, typeIn(types, e), path, existing, types));
+    if (options.some((o) => o.length === 0)) return [];
+    const literals = (type.elements ?? []).map((e) => typeIn(types, e)).filter((t) => t.$type === 'StringLiteralType');
+    return literals.length > 0 && typeof value === 'string'
+      ? [`${at}: ${JSON.stringify(value)} is none of ${literals.map((t) => JSON.stringify(t.value)).join(', ')}`]
+      : (options[0] ?? []);
+  }
+  if (type.$type === 'StringType' && typeof value !== 'string') return [`${at}: a string is expected`];
+  if (type.$type === 'BooleanType' && typeof value !== 'boolean') return [`${at}: a boolean is expected`];
   if (type.$type === 'ArrayType') {
     if (!Array.isArray(value)) return [`${path}: an array is expected`];
     return value.flatMap((item, i) => graphProblems(item, typeIn(types, type.itemType as { $ref: string }), `${path.replace(/\.$/, '')}[${i}].`, false, types));
@@ -1144,7 +1169,9 @@ function graphProblems(value: Value, type: GraphType, path: string, existing = f
   for (const [key, inner] of Object.entries(value)) {
     if (key === 'dependsOn' && path === '') continue; // a Bicep keyword, not a property
     const property = properties[key];
-    if (property === undefined) problems.push(`${path}${key}: no such property`);
+    if (property === undefined && type.additionalProperties !== undefined)
+      problems.push(...graphProblems(inner, typeIn(types, type.additionalProperties), `${path}${key}.`, false, types));
+    else if (property === undefined) problems.push(`${path}${key}: no such property`);
     else if (property.flags & FLAG.readOnly) problems.push(`${path}${key}: read-only`);
     else if (existing && !(property.flags & FLAG.identifier)) problems.push(`${path}${key}: an existing resource names only its key`);
     else problems.push(...graphProblems(inner, typeIn(types, property.type), `${path}${key}.`, false, types));
@@ -1497,5 +1524,160 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
     await expect(bootstrap('dev', { githubRepositoryId: '' })).rejects.toThrow(/shorter than @minLength/);
     await expect(bootstrap('dev', { githubSubjectFormat: 'sometimes' })).rejects.toThrow(/is not one of/);
     await expect(bootstrap('staging')).rejects.toThrow(/is not one of/);
+  });
+});
+
+// ----------------------------------------------------------------------------- network isolation and zones
+
+/** Subsets of Azure/bicep-types-az's types.json (tests/fixtures/azure-resource-types: each names its commit and path). */
+const AZURE_TYPES_DIR = join(ROOT, 'tests', 'fixtures', 'azure-resource-types');
+type AzureTypes = { source: { repository: string; commit: string; path: string }; resources: Record<string, { $ref: string }>; types: GraphType[] };
+const azureTypes = (): AzureTypes[] =>
+  readdirSync(AZURE_TYPES_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(AZURE_TYPES_DIR, f), 'utf8')) as AzureTypes);
+/** Resource types whose every declaration is checked against the published types (the network, and what issue #34 changes). */
+const CHECKED_TYPE = /^Microsoft\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$/;
+/** Bicep keywords of a resource body, not properties of the type. */
+const BICEP_KEYWORDS = ['parent', 'scope', 'dependsOn'];
+
+function azureProblems(typeWithVersion: string, body: ObjectValue, existing = false): string[] {
+  const found = azureTypes().find((t) => t.resources[typeWithVersion] !== undefined);
+  if (found === undefined) return [`${typeWithVersion} is not a published type in tests/fixtures/azure-resource-types`];
+  const resourceType = typeIn(found.types, found.resources[typeWithVersion]);
+  const properties = Object.fromEntries(Object.entries(body).filter(([key]) => !BICEP_KEYWORDS.includes(key)));
+  // An existing resource names itself (and its parent) only.
+  if (existing) return Object.keys(properties).flatMap((key) => (key === 'name' ? [] : [`${key}: an existing resource names only its key`]));
+  return graphProblems(properties, typeIn(found.types, resourceType.body as { $ref: string }), '', existing, found.types);
+}
+
+describe('network isolation and zones (issue #34): published Azure types and the wiring', () => {
+  const checked = () => [...files.values()].flatMap((f) => f.resources.filter((r) => CHECKED_TYPE.test(r.type)).map((resource) => ({ file: f, resource })));
+
+  test('each fixture is a subset of a types.json of Azure/bicep-types-az at a named commit', () => {
+    for (const t of azureTypes()) {
+      expect(t.source.repository).toBe('Azure/bicep-types-az');
+      expect(t.source.commit).toMatch(/^[0-9a-f]{40}$/);
+      expect(t.source.path).toMatch(/^generated\/[a-z]+\/microsoft\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
+      for (const [name, ref] of Object.entries(t.resources)) expect({ name, type: typeIn(t.types, ref).$type }).toEqual({ name, type: 'ResourceType' });
+    }
+  });
+
+  test('every network, storage account, plan and site resource is a published type of its API version and sets only published, writable properties', () => {
+    const all = checked();
+    expect(all.map(({ resource }) => resource.type)).toEqual(
+      expect.arrayContaining([
+        'Microsoft.Network/virtualNetworks',
+        'Microsoft.Network/privateDnsZones',
+        'Microsoft.Network/privateDnsZones/virtualNetworkLinks',
+        'Microsoft.Network/privateEndpoints',
+        'Microsoft.Network/privateEndpoints/privateDnsZoneGroups',
+        'Microsoft.Storage/storageAccounts',
+        'Microsoft.Web/serverfarms',
+        'Microsoft.Web/sites',
+      ]),
+    );
+    const problems = all.flatMap(({ file: f, resource }) =>
+      azureProblems(resource.typeWithVersion, resource.body, resource.existing).map((p) => `${f.name}: ${resource.symbol}: ${p}`),
+    );
+    expect(problems).toEqual([]);
+  });
+
+  test('the type check can fail: a wrong value, an unknown, a misspelt and a read-only property, a flag written as text', () => {
+    expect(
+      azureProblems('Microsoft.Storage/storageAccounts@2023-05-01', {
+        name: 'st',
+        location: 'x',
+        kind: 'StorageV2',
+        sku: { name: 'Standard_ZRS' },
+        properties: { publicNetworkAccess: 'Disabled', networkAcls: { defaultAction: new Expr("isolated ? 'Block' : 'Allow'"), ipRule: [] } },
+      }),
+    ).toEqual(['properties.networkAcls.defaultAction: "Block" is none of "Allow", "Deny"', 'properties.networkAcls.ipRule: no such property']);
+    expect(azureProblems('Microsoft.Storage/storageAccounts@2023-05-01', { name: 'st', location: 'x', sku: { name: 'Standard_ZRS' } })).toEqual([
+      'kind: required',
+    ]);
+    expect(azureProblems('Microsoft.Web/serverfarms@2024-04-01', { name: 'p', location: 'x', properties: { zoneRedundancy: true, reserved: 'true' } })).toEqual(
+      ['properties.zoneRedundancy: no such property', 'properties.reserved: a boolean is expected'],
+    );
+    expect(
+      azureProblems('Microsoft.Network/privateEndpoints@2024-05-01', { name: 'pe', location: 'x', properties: { networkInterfaces: [], subnet: { id: 's' } } }),
+    ).toEqual(['properties.networkInterfaces: read-only']);
+    expect(azureProblems('Microsoft.Network/virtualNetworks@2025-01-01', { name: 'v' })).toEqual([
+      'Microsoft.Network/virtualNetworks@2025-01-01 is not a published type in tests/fixtures/azure-resource-types',
+    ]);
+  });
+
+  test('dormant: no environment is isolated yet (docs/deploy.md, "Network isolation": why); prod is zone redundant, dev is not', () => {
+    expect(ENVIRONMENTS.map((env) => [env, envValue(env, 'networkIsolated'), envValue(env, 'storagePublicAccess'), envValue(env, 'zoneRedundant')])).toEqual([
+      ['dev', false, true, false],
+      ['prod', false, true, true],
+    ]);
+    expect(envValue('prod', 'storageSku')).toMatch(/^Standard_(ZRS|GZRS)$/);
+  });
+
+  test('closed (isolated and storagePublicAccess false), the storage account answers only on private endpoints: public access off, no rule, nothing trusted', () => {
+    const account = resourceOf(moduleFile('storage'), 'Microsoft.Storage/storageAccounts').body;
+    expect(readFileSync(join(INFRA, 'modules', 'storage.bicep'), 'utf8')).toContain('var closed = networkIsolated && !publicAccess');
+    expect(exprText(at(account, 'properties.publicNetworkAccess'))).toBe("closed ? 'Disabled' : 'Enabled'");
+    expect(at(account, 'properties.networkAcls')).toEqual({
+      defaultAction: new Expr("closed ? 'Deny' : 'Allow'"),
+      bypass: new Expr("closed ? 'None' : 'AzureServices'"),
+      ipRules: [],
+      virtualNetworkRules: [],
+    });
+    expect(mainModule('storage').params.networkIsolated).toEqual(new Expr('networkIsolated'));
+    expect(mainModule('storage').params.publicAccess).toEqual(new Expr('storagePublicAccess'));
+    // Phase 1 by default: isolating an environment keeps storage public until a second deployment closes it.
+    expect(readFileSync(MAIN, 'utf8')).toContain('param storagePublicAccess bool = true');
+    expect(readFileSync(MAIN, 'utf8')).toContain('output storageClosed bool = networkIsolated && !storagePublicAccess');
+  });
+
+  test('a private endpoint, with its private DNS zone linked to the network, for blob and for table; nothing else', () => {
+    expect(literalVar(mainFile(), 'storageServices')).toEqual(['blob', 'table']);
+    const network = moduleFile('network');
+    expect(exprText(resourceOf(network, 'Microsoft.Network/privateDnsZones').body.name)).toBe("'privatelink.${service}.${environment().suffixes.storage}'");
+    expect(at(resourceOf(network, 'Microsoft.Network/privateDnsZones/virtualNetworkLinks').body, 'properties.virtualNetwork.id')).toEqual(new Expr('vnet.id'));
+    const endpoints = moduleFile('storageEndpoints');
+    const own = endpoints.resources.find((r) => r.symbol === 'endpoints');
+    expect(at(own?.body, 'properties.privateLinkServiceConnections')).toEqual([
+      {
+        name: new Expr("'${storageAccountName}-${s.service}'"),
+        properties: { privateLinkServiceId: new Expr('account.id'), groupIds: [new Expr('s.service')] },
+      },
+    ]);
+    expect(at(endpoints.resources.find((r) => r.symbol === 'dnsGroups')?.body, 'properties.privateDnsZoneConfigs')).toEqual([
+      { name: new Expr('s.service'), properties: { privateDnsZoneId: new Expr('s.zoneId') } },
+    ]);
+    for (const symbol of ['network', 'storageEndpoints'])
+      expect(readFileSync(MAIN, 'utf8')).toContain(`module ${symbol} 'modules/${symbol}.bicep' = if (networkIsolated) {`);
+  });
+
+  test("the app's outbound traffic goes through a subnet delegated to Microsoft.App/environments, and it starts after the endpoints", () => {
+    const vnet = resourceOf(moduleFile('network'), 'Microsoft.Network/virtualNetworks').body;
+    const subnets = at(vnet, 'properties.subnets') as ObjectValue[];
+    expect(subnets.map((s) => [s.name, at(s, 'properties.delegations')])).toEqual([
+      [new Expr('appSubnetName'), [{ name: 'flex-consumption', properties: { serviceName: 'Microsoft.App/environments' } }]],
+      [new Expr('endpointSubnetName'), undefined],
+    ]);
+    // Outbound to Microsoft Entra ID and Application Insights: explicit, so an API version whose default is false cannot cut it.
+    expect(subnets.map((s) => at(s, 'properties.defaultOutboundAccess'))).toEqual([true, undefined]);
+    expect(
+      azureProblems('Microsoft.Network/virtualNetworks@2024-05-01', {
+        name: 'v',
+        properties: { subnets: [{ name: 's', properties: { defaultOutboundAccess: 'true' } }] },
+      }),
+    ).toEqual(['properties.subnets[0].properties.defaultOutboundAccess: a boolean is expected']);
+    const site = resourceOf(moduleFile('functionApp'), 'Microsoft.Web/sites').body;
+    expect(exprText(at(site, 'properties.virtualNetworkSubnetId'))).toBe('empty(subnetId) ? null : subnetId');
+    expect(exprText(mainModule('functionApp').params.subnetId)).toBe("networkIsolated ? network.outputs.appSubnetId : ''");
+    expect(mainModule('functionApp').body.dependsOn).toEqual([new Expr('roleAssignments'), new Expr('storageEndpoints')]);
+  });
+
+  test('the plan is zone redundant by parameter; Application Insights keeps public ingestion with local authentication off', () => {
+    const plan = resourceOf(moduleFile('functionApp'), 'Microsoft.Web/serverfarms').body;
+    expect(at(plan, 'properties.zoneRedundant')).toEqual(new Expr('zoneRedundant'));
+    expect(mainModule('functionApp').params.zoneRedundant).toEqual(new Expr('zoneRedundant'));
+    const component = resourceOf(moduleFile('monitoring'), 'Microsoft.Insights/components').body;
+    expect([at(component, 'properties.DisableLocalAuth'), at(component, 'properties.publicNetworkAccessForIngestion')]).toEqual([true, 'Enabled']);
   });
 });

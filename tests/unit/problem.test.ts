@@ -23,18 +23,7 @@ function bodyOf(response: HttpResponseInit): Record<string, unknown> {
   return JSON.parse(response.body as string) as Record<string, unknown>;
 }
 
-describe('ERROR_NAMES (docs/contract.md §2.3)', () => {
-  test('has exactly the six codes with the contract texts', () => {
-    expect(ERROR_NAMES).toStrictEqual({
-      InvalidRequest: 'Invalid Request',
-      InvalidLoanNumber: 'Invalid Loan Number',
-      InvalidAmount: 'Invalid Amount',
-      InvalidAuthorization: 'Invalid Authorization',
-      InvalidFundingInvestor: 'Invalid Funding Investor',
-      PendingTransactionRequest: 'Pending Transaction Request',
-    });
-  });
-
+describe('PROBLEM_CONTENT_TYPE', () => {
   test('problem content type is application/problem+json', () => {
     expect(PROBLEM_CONTENT_TYPE).toBe('application/problem+json');
   });

@@ -206,8 +206,12 @@ describe('the order of a release', () => {
     expect(steps.filter((s) => s.run !== undefined).map((s) => s.run)).toEqual([
       'bash release/scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --infra-only --yes',
+      'bash release/scripts/deploy.sh "$ENVIRONMENT" --close-storage',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --code-only --package release/draw-request-service.zip',
     ]);
+    // The Partners step's temporary storage rule is closed whatever became of that step (idempotent; nothing to do unless storage is closed).
+    const close = steps.find((s) => s.run?.includes('--close-storage'));
+    expect(close?.if).toBe("always() && inputs.steps == 'all' && steps.target.outcome == 'success'");
   });
 
   test('a rollback re-deploys an earlier run’s artifact, its code only unless asked', () => {
