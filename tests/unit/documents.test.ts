@@ -255,7 +255,8 @@ describe("bench/results.md's figures are not copied into other documents", () =>
 
   test('results.md has figures to protect', () => {
     expect(results.size).toBeGreaterThan(100);
-    expect([...results]).toEqual(expect.arrayContaining(['1.39 ×', '34 ms', '59.4 MiB']));
+    // Of every kind the tables hold (not particular values: a bench run rewrites them all).
+    for (const unit of [' ×', ' ms', ' MiB', ' KiB', ' %']) expect([...results].some((f) => f.endsWith(unit))).toBe(true);
   });
 
   test('no other document states a figure of results.md (link to bench/results.md instead)', () => {
