@@ -370,7 +370,7 @@ function keyResolver(
   };
   /** The token's key from the held set, or undefined when that set cannot give it (none held yet, kid not in it …). */
   const fromHeldSet = async (header: JWTHeaderParameters, token: FlattenedJWSInput) => {
-    if (remote.jwks() === undefined) return undefined;
+    // fromSnapshot throws when no set is held yet: one copy of the set per request, not two.
     try {
       return await fromSnapshot(header, token);
     } catch {

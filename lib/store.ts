@@ -213,6 +213,8 @@ function classify(error: unknown, operation: string): StorageFailure {
 
 /** The answers that mean another request wrote the key's record first; any other error is a storage failure. */
 const TAKEN = new Set(['409 EntityAlreadyExists', '412 UpdateConditionNotSatisfied']);
+/** The answers a take handles, for its round's telemetry: removed meanwhile (a replace's 404), or taken. */
+const TAKE_ANSWERS: ReadonlySet<string> = new Set(['404 ResourceNotFound', ...TAKEN]);
 
 /** Network errors that mean the connection was never made, so the request never left. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -438,8 +440,7 @@ export class TableStore {
       operation: 'takeKey',
       tables: [this.tables.idempotencyTable],
       method: over === undefined ? 'POST' : 'PUT',
-      // The answers a take handles: removed meanwhile (a replace's 404), or taken by another request.
-      expected: new Set(['404 ResourceNotFound', ...TAKEN]),
+      expected: TAKE_ANSWERS,
       entity: { partitionKey: entity.partitionKey, rowKey: '' },
     };
     const result = await this.guard(take, this.timeouts.commitMs, async (signal) => {
