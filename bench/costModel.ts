@@ -87,3 +87,31 @@ export function ingestionMonthly(bytesPerCall: number, calls: number): number {
   const billedGb = (calls * bytesPerCall * INGESTION.billedShare) / 1e9;
   return Math.max(0, billedGb - INGESTION.freeGbPerMonth) * INGESTION.perGb;
 }
+
+/**
+ * Network isolation (issue #34), USD list, East US: a private endpoint is billed by the hour plus per GB
+ * through it (Azure Private Link pricing), a private DNS zone per month for the first 25 (Azure DNS
+ * pricing); the virtual network, its subnets and the app's integration are free. Paid only while an
+ * environment is isolated.
+ */
+export const NETWORK = { endpointPerHour: 0.01, endpointPerGb: 0.01, dnsZonePerMonth: 0.5 } as const;
+
+const MONTH_HOURS = MONTH_SECONDS / 3600;
+
+/** An isolated environment's month: its endpoints around the clock, its zones, and the storage traffic through the endpoints. */
+export function networkMonthly(endpoints: number, dnsZones: number, gbThroughEndpoints: number): number {
+  return endpoints * MONTH_HOURS * NETWORK.endpointPerHour + dnsZones * NETWORK.dnsZonePerMonth + gbThroughEndpoints * NETWORK.endpointPerGb;
+}
+
+/**
+ * The always-ready instances a plan is billed for: a zone-redundant Flex Consumption plan keeps at least
+ * two across zones whatever `alwaysReady` says (Microsoft Learn, Reliability in Azure Functions).
+ */
+export function billedAlwaysReady(alwaysReady: number, zoneRedundant: boolean): number {
+  return zoneRedundant ? Math.max(alwaysReady, 2) : alwaysReady;
+}
+
+/** A plan's always-ready baseline for a month, before executions. */
+export function alwaysReadyPlanMonthly(memoryMB: number, alwaysReady: number, zoneRedundant: boolean): number {
+  return billedAlwaysReady(alwaysReady, zoneRedundant) * alwaysReadyMonthly(memoryMB);
+}

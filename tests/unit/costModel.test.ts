@@ -1,10 +1,16 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   INGESTION,
+  NETWORK,
   PRICES,
   alwaysReadyBreakEvenShare,
   alwaysReadyMonthly,
+  alwaysReadyPlanMonthly,
+  billedAlwaysReady,
   billedSeconds,
   ingestionMonthly,
+  networkMonthly,
   sparseMonthly,
   sparsePerMillion,
   steadyPerMillion,
@@ -94,6 +100,45 @@ describe('telemetry: the JSON one call sends, billed at Analytics Logs ingestion
     expect(ingestionMonthly(4000, 1_000_000)).toBe(0);
     // 10,000,000 calls of 4,000 bytes: 30 GB billed, 25 GB beyond the grant.
     expect(ingestionMonthly(4000, 10_000_000)).toBeCloseTo(25 * 2.3, 10);
+  });
+});
+
+describe('network isolation and zone redundancy (issue #34)', () => {
+  const parameters = (env: string) =>
+    JSON.parse(readFileSync(join(__dirname, '../../infra/env', `${env}.parameters.json`), 'utf8')).parameters as Record<string, { value: unknown }>;
+
+  test('an isolated environment pays its endpoints around the clock, its DNS zones, and a cent per GB through the endpoints', () => {
+    expect(NETWORK.endpointPerHour * 720).toBeCloseTo(7.2, 10); // a 30-day month
+    // table and blob: two endpoints, two zones (infra/main.bicep's storageServices)
+    expect(networkMonthly(2, 2, 0)).toBeCloseTo(2 * 7.2 + 2 * 0.5, 10);
+    expect(networkMonthly(2, 2, 100) - networkMonthly(2, 2, 0)).toBeCloseTo(1, 10);
+    expect(networkMonthly(0, 0, 0)).toBe(0);
+  });
+
+  test.each([
+    [0, false, 0],
+    [1, false, 1],
+    [0, true, 2],
+    [1, true, 2],
+    [3, true, 3],
+  ])('alwaysReady %p with zoneRedundant %p is billed as %p always-ready instances', (ready, zoneRedundant, billed) => {
+    expect(billedAlwaysReady(ready, zoneRedundant)).toBe(billed);
+  });
+
+  test("prod's parameters: zone redundancy adds one always-ready instance of its size; dev's add nothing", () => {
+    const prod = parameters('prod');
+    const dev = parameters('dev');
+    const prodMemory = (prod.instanceMemoryMB?.value as number | undefined) ?? 2048;
+    const prodReady = prod.alwaysReady.value as number;
+    expect(prod.zoneRedundant.value).toBe(true);
+    expect(alwaysReadyPlanMonthly(prodMemory, prodReady, true) - alwaysReadyPlanMonthly(prodMemory, prodReady, false)).toBeCloseTo(
+      Math.max(0, 2 - prodReady) * alwaysReadyMonthly(prodMemory),
+      10,
+    );
+    // 2,048 MB: 2 GB × 2,592,000 s × $0.000004 = $20.736 a month for the second instance
+    expect(alwaysReadyPlanMonthly(2048, 1, true) - alwaysReadyPlanMonthly(2048, 1, false)).toBeCloseTo(20.736, 6);
+    expect(dev.zoneRedundant.value).toBe(false);
+    expect(alwaysReadyPlanMonthly(2048, dev.alwaysReady.value as number, false)).toBe(0);
   });
 });
 
