@@ -101,7 +101,7 @@ async function once(appDir: string, node: string, telemetry: boolean): Promise<{
 }
 
 export async function measureColdStart(runs: number): Promise<ColdStart> {
-  findWorkerDir(); // fails first, saying how to get a worker
+  findWorkerDir(); // fails first when FUNCTIONS_NODE_WORKER_DIR names no worker
   const app = await packagedApp();
   try {
     const { report } = app;

@@ -303,7 +303,7 @@ function run(
       runId,
       artifacts: setup.artifacts,
       env: standInEnv(setup),
-      // The build's npm steps (Core Tools, .ci/run, npm run package) are proven by CI itself.
+      // The build's npm steps (.ci/run, npm run package) are proven by CI itself.
       skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
       repository: oidc.repository ?? REPOSITORY,
       login: (clientId, token) => {

@@ -18,7 +18,7 @@ import { DETAILS, internalError } from '../../lib/problem';
 import { contractViolations } from '../support/contract';
 import { AUDIENCE, Harness, draw, type Reply } from '../support/harness';
 import { deployedNodeArguments, packagedApp, type PackagedApp } from '../support/packagedApp';
-import { WorkerHost, findWorkerDir, type FunctionMetadata } from '../support/workerHost';
+import { VENDORED_WORKER_DIR, WorkerHost, findWorkerDir, type FunctionMetadata } from '../support/workerHost';
 
 const FUNCTION_URL = 'https://draw-request-service.example/DrawRequest';
 const GRACE_MS = 5_000;
@@ -69,7 +69,7 @@ function logsOf(host: WorkerHost, reply: WorkerReply) {
 }
 
 beforeAll(async () => {
-  workerDir = findWorkerDir(); // first: no worker fails the suite here, saying how to get one
+  workerDir = findWorkerDir(); // first: a wrong FUNCTIONS_NODE_WORKER_DIR fails the suite here, saying so
   app = await packagedApp();
   appDir = app.appDir;
   harness = await Harness.start();
@@ -81,10 +81,12 @@ afterAll(async () => {
   app?.remove();
 });
 
-test('no worker found: the suite fails saying where to get one', () => {
-  expect(() => findWorkerDir({ FUNCTIONS_NODE_WORKER_DIR: join(tmpdir(), 'no-such-worker'), PATH: '' })).toThrow(
-    /No Azure Functions Node.js worker found .*Set FUNCTIONS_NODE_WORKER_DIR.*shared\/functions-worker.*Core Tools/s,
+test('a worker folder without the worker: the suite fails saying which folder and what to do', () => {
+  const elsewhere = join(tmpdir(), 'no-such-worker');
+  expect(() => findWorkerDir({ FUNCTIONS_NODE_WORKER_DIR: elsewhere })).toThrow(
+    `No Azure Functions Node.js worker in ${elsewhere} (no dist/src/nodejsWorker.js). FUNCTIONS_NODE_WORKER_DIR must name a worker folder; unset it to use the vendored worker.`,
   );
+  expect(findWorkerDir({})).toBe(VENDORED_WORKER_DIR);
 });
 
 describe('a configured instance', () => {

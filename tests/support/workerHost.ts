@@ -1,6 +1,6 @@
 /**
  * A test stand-in for the Azure Functions host: it drives the real Node.js language worker over
- * gRPC the way the host does (the worker folder's README.md): it listens on 127.0.0.1,
+ * gRPC the way the host does (vendor/azure-functions-nodejs-worker/README.md): it listens on 127.0.0.1,
  * starts the worker with the host's arguments, environment and working directory, and exchanges
  * StreamingMessages on FunctionRpc.EventStream: init, functions metadata, load, invocations with
  * RpcHttp, terminate. What the .NET host adds beyond that (routing, function keys, host.json) is not
@@ -10,8 +10,8 @@ import { loadPackageDefinition, Server, ServerCredentials, type ServerDuplexStre
 import { loadSync } from '@grpc/proto-loader';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 // tests/support/ from the sources (Jest), dist/tests/support/ once compiled (the bench).
 const ROOT = existsSync(join(__dirname, '..', '..', 'package.json')) ? resolve(__dirname, '..', '..') : resolve(__dirname, '..', '..', '..');
@@ -21,25 +21,27 @@ const HOST_VERSION = '4.1037.0.0';
 const MAX_MESSAGE = 2147483647;
 const REPLY_TIMEOUT_MS = 20_000;
 
+/** The worker the repository carries (its README says which build it is and how to update it). */
+export const VENDORED_WORKER_DIR = join(ROOT, 'vendor', 'azure-functions-nodejs-worker');
 /**
- * The worker folder: FUNCTIONS_NODE_WORKER_DIR, else shared/functions-worker beside this
- * repository, else the Node worker bundled with Azure Functions Core Tools (`func` on PATH). None
- * found is an error, not a skip: these tests are the only ones that run the shipped package as
- * Azure runs it.
+ * The host–worker protocol this host speaks, from the vendored worker's sources: a worker built for
+ * the host (such as Core Tools' workers/node) ships without them.
+ */
+const PROTOS_DIR = join(VENDORED_WORKER_DIR, 'protos');
+
+/**
+ * The worker folder: FUNCTIONS_NODE_WORKER_DIR when set (to try another build, such as Core Tools'
+ * workers/node), else the vendored one. A folder without the worker is an error, not a skip: these
+ * tests are the only ones that run the shipped package as Azure runs it.
  */
 export function findWorkerDir(env: NodeJS.ProcessEnv = process.env): string {
-  const configured = env.FUNCTIONS_NODE_WORKER_DIR?.trim() || undefined;
-  const candidates = [configured ?? resolve(ROOT, '..', 'shared', 'functions-worker')];
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    const func = join(dir, 'func');
-    if (dir !== '' && existsSync(func)) candidates.push(join(dirname(realpathSync(func)), 'workers', 'node'));
-  }
-  const found = candidates.find((dir) => existsSync(join(dir, WORKER_ENTRY)));
-  if (found !== undefined) return found;
+  const dir = env.FUNCTIONS_NODE_WORKER_DIR?.trim() || VENDORED_WORKER_DIR;
+  if (existsSync(join(dir, WORKER_ENTRY))) return dir;
   throw new Error(
-    `No Azure Functions Node.js worker found (looked in ${candidates.join(', ')}). Set FUNCTIONS_NODE_WORKER_DIR to a worker folder ` +
-      `(one holding ${WORKER_ENTRY} and protos/FunctionRpc.proto): the project's copy is shared/functions-worker beside this ` +
-      `repository (see its README), or install Azure Functions Core Tools v4, whose workers/node folder is one.`,
+    `No Azure Functions Node.js worker in ${dir} (no ${WORKER_ENTRY}). ` +
+      (dir === VENDORED_WORKER_DIR
+        ? 'The repository carries it: restore vendor/azure-functions-nodejs-worker from git.'
+        : 'FUNCTIONS_NODE_WORKER_DIR must name a worker folder; unset it to use the vendored worker.'),
   );
 }
 
@@ -128,8 +130,13 @@ export class WorkerHost {
   /** Listens, starts the worker and resolves once it has opened the stream (startStream). */
   static async start(options: WorkerHostOptions): Promise<WorkerHost> {
     const workerDir = options.workerDir ?? findWorkerDir();
-    const protos = join(workerDir, 'protos');
-    const definition = loadSync(join(protos, 'FunctionRpc.proto'), { includeDirs: [protos], enums: String, longs: Number, defaults: true, oneofs: true });
+    const definition = loadSync(join(PROTOS_DIR, 'FunctionRpc.proto'), {
+      includeDirs: [PROTOS_DIR],
+      enums: String,
+      longs: Number,
+      defaults: true,
+      oneofs: true,
+    });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const rpc = (loadPackageDefinition(definition) as any).AzureFunctionsRpcMessages.FunctionRpc;
     const server = new Server({ 'grpc.max_receive_message_length': MAX_MESSAGE, 'grpc.max_send_message_length': MAX_MESSAGE });

@@ -308,10 +308,32 @@ describe('loadConfig: TABLES_CONNECTION_STRING is checked without being echoed',
 });
 
 describe('the settings list is one place', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const example = (require('../../local.settings.example.json') as { Values: Record<string, string> }).Values;
+
   test('local.settings.example.json lists every setting the code reads', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const example = require('../../local.settings.example.json') as { Values: Record<string, string> };
-    expect(Object.keys(example.Values)).toEqual(expect.arrayContaining([...SETTING_NAMES]));
+    expect(Object.keys(example)).toEqual(expect.arrayContaining([...SETTING_NAMES]));
+  });
+
+  // The example points at nothing (no endpoint, tenant or audience a reader would have to un-learn):
+  // every value it gives is the service's own default, and what is left empty is what must be filled in.
+  test('local.settings.example.json gives only defaults: with the required settings filled in, it changes nothing', () => {
+    const required = {
+      AUTH_TENANT_ID: '11111111-2222-3333-4444-555555555555',
+      AUTH_AUDIENCE: 'api://draw-request-service',
+      TABLES_ENDPOINT: 'https://account.table.core.windows.net',
+    };
+    expect(loadConfig({ ...example, ...required })).toEqual(loadConfig(required));
+  });
+
+  test('local.settings.example.json as it stands is refused, naming what to fill in', () => {
+    expect(() => loadConfig(example)).toThrow(
+      new ConfigError([
+        'AUTH_TENANT_ID is required unless AUTH_OPENID_CONFIG_URL is set',
+        'AUTH_AUDIENCE is required (comma-separated accepted audiences)',
+        'one of TABLES_ENDPOINT (managed identity) or TABLES_CONNECTION_STRING is required',
+      ]),
+    );
   });
 
   test('README documents every setting', () => {
