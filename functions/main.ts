@@ -44,7 +44,7 @@ function createHandler(): Started {
     if (!(error instanceof ConfigError)) throw error;
     return misconfigured(error);
   }
-  // Started before the first invocation so that it, too, is recorded with its dependencies (README: cold start).
+  // Started before the first invocation so that it, too, is recorded with its dependencies (docs/contributing.md §5, telemetry).
   const telemetry = startConfigured(config.telemetry);
   if (telemetry instanceof ConfigError) return misconfigured(telemetry);
   // Managed identity only when no connection string is used, loaded when the first storage call asks for a token.

@@ -4,7 +4,7 @@
  * request-level error of §2.2 in the order they are checked, with their `detail` texts.
  *
  * lib/problem.ts derives ERROR_NAMES and DETAILS from it; tests/unit/errorCatalogue.test.ts checks
- * every document that lists them (contract §2.2 and §2.3, README, partners.md, openapi.yaml) against it,
+ * every document that lists them (contract §2.2 and §2.3, partners.md, openapi.yaml) against it,
  * both ways; tests/unit/errorPrecedence.test.ts checks that the code applies them in this order (each pair
  * that can both apply) and freezes the partner-visible codes and names. A new rule is a row here, its check in lib/drawRules.ts, and the rows those tests ask for.
  */

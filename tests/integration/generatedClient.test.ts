@@ -6,7 +6,7 @@
  * (embedded Azurite and provider) and reads the typed `errors` of a 400.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDevHost, type DevHost } from '../../dev/devHost';
 import { OPENAPI_PATH } from '../support/contract';
@@ -18,28 +18,24 @@ const ROOT = join(__dirname, '..', '..');
 /** Under the repository, so that `openapi-fetch` resolves from its node_modules; git-ignored. */
 const DIR = join(ROOT, 'dist', 'generated-client');
 
-/** The partner's code: the generated types and openapi-fetch, nothing of this repository. */
-const CLIENT = `
-import createClient from 'openapi-fetch';
-import type { components, paths } from './schema';
+const GUIDE = readFileSync(join(ROOT, 'docs', 'partners.md'), 'utf8');
+/** docs/partners.md §9, where partners read how to generate a client. */
+const SECTION = /\n## 9\. [^]*?(?=\n## |$)/.exec(GUIDE)?.[0] ?? '';
+/** The guide's command line: `npx openapi-typescript@<version> <document> --output <file>`. */
+const COMMAND = /^npx openapi-typescript@(\S+) (\S+) --output (\S+)$/m.exec(SECTION);
+/** The partner's code, as the guide gives it: the generated types and openapi-fetch, nothing of this repository. */
+const CLIENT = /```ts\n([^]*?)```/.exec(SECTION)?.[1] ?? '';
+const installed = (pkg: string) => (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
 
-export type Batch = components['schemas']['DrawRequestBatch'];
-export type ElementError = components['schemas']['ElementError'];
-
-export async function submit(baseUrl: string, token: string, batch: Batch, idempotencyKey?: string): Promise<{ status: number; errors?: ElementError[] }> {
-  const client = createClient<paths>({ baseUrl });
-  const { error, response } = await client.POST('/DrawRequest', {
-    body: batch,
-    params: { header: idempotencyKey === undefined ? {} : { 'Idempotency-Key': idempotencyKey } },
-    headers: { Authorization: \`Bearer \${token}\` },
-  });
-  if (response.status === 400 && error !== undefined && 'errors' in error) {
-    const errors: ElementError[] = error.errors;
-    return { status: response.status, errors };
-  }
-  return { status: response.status };
-}
-`;
+test('docs/partners.md §9 gives the generator command and the client code this test runs, at the versions installed here', () => {
+  expect(COMMAND?.[1]).toBe(installed('openapi-typescript'));
+  expect(COMMAND?.[3]).toBe('schema.ts'); // the module the client code imports as './schema'
+  expect(CLIENT).toContain("from './schema'");
+  const majorMinor = (pkg: string) => installed(pkg).split('.').slice(0, 2).join('.');
+  const prose = SECTION.replace(/\s+/g, ' ');
+  expect(prose).toContain(`\`openapi-typescript\` (${majorMinor('openapi-typescript')})`);
+  expect(prose).toContain(`\`openapi-fetch\` (${majorMinor('openapi-fetch')})`);
+});
 
 /** A body of the partner's code that must (or must not) compile against the generated types. */
 const usage = (batch: string) => `import type { Batch } from './client';\nexport const batch: Batch = ${batch};\n`;
@@ -49,9 +45,14 @@ const diagnostics = (file: string) => typeErrors([file]);
 beforeAll(() => {
   rmSync(DIR, { recursive: true, force: true });
   mkdirSync(DIR, { recursive: true });
-  // Its command line, as a partner runs it (its library build requires ESM-only packages).
+  // The guide's command line, with this repository's document as the partner's file (the CLI, not its
+  // library build, which requires ESM-only packages).
   const cli = join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js');
-  const run = spawnSync(process.execPath, [cli, OPENAPI_PATH, '--output', join(DIR, 'schema.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  const run = spawnSync(process.execPath, [cli, OPENAPI_PATH, '--output', join(DIR, COMMAND?.[3] ?? 'schema.ts')], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   expect(run.status).toBe(0);
   writeFileSync(join(DIR, 'client.ts'), CLIENT);
 });

@@ -3,9 +3,9 @@
  * credentials, as partners use them; each run in its own Node process (nothing of this repository's code
  * loaded) with NODE_EXTRA_CA_CERTS.
  *
- * - docs/partners.md §1.4's snippets, taken from that page, type-checked and run against `npm start`
- *   started with a PORT as the page says to (the stand-in on the next port): the token each gets posts a
- *   draw that answers 204.
+ * - docs/contributing.md §2.3's snippets (the libraries against `npm start`'s stand-in), taken from that
+ *   page, type-checked and run against `npm start` started with a PORT as the page says to (the stand-in on
+ *   the next port): the token each gets posts a draw that answers 204.
  * - docs/partners.md §1.3's tables, read from that page: each mistake of its second table is made through
  *   each library configured for Entra itself (`login.microsoftonline.com`, led to the local Entra
  *   stand-in by tests/support/entraHost.cjs), and the library throws what its first table says, with the
@@ -29,24 +29,29 @@ import { typeErrors } from '../support/typeCheck';
 const ROOT = join(__dirname, '..', '..');
 /** Under the repository, so that the libraries resolve from its node_modules; git-ignored. */
 const DIR = join(ROOT, 'dist', 'partner-snippets');
-const PAGE = readFileSync(join(ROOT, 'docs', 'partners.md'), 'utf8');
+const PAGES = {
+  partners: { file: 'docs/partners.md', text: readFileSync(join(ROOT, 'docs', 'partners.md'), 'utf8') },
+  contributing: { file: 'docs/contributing.md', text: readFileSync(join(ROOT, 'docs', 'contributing.md'), 'utf8') },
+};
+/** Where the local run's snippets are: the contributors' guide, since partners have no `npm start`. */
+const LOCAL = '### 2.3';
 const CA = '.local/certificates/ca/cert.pem';
 const ENTRA_HOST = 'login.microsoftonline.com';
 const SCOPE = 'api://draw-request-service/.default';
 const OTHER_TENANT = '11111111-2222-4333-8444-555555555555';
 
-/** A section of docs/partners.md, from its heading to the next one of its level or above. */
-function sectionOf(heading: string): string {
-  const start = PAGE.indexOf(`${heading} `);
-  if (start < 0) throw new Error(`docs/partners.md has no heading ${heading}`);
+/** A section of a page (docs/partners.md unless told), from its heading to the next one of its level or above. */
+function sectionOf(heading: string, { file, text } = PAGES.partners): string {
+  const start = text.indexOf(`\n${heading} `) + 1;
+  if (start < 1) throw new Error(`${file} has no heading ${heading}`);
   const level = heading.split(' ')[0];
-  const end = PAGE.slice(start + heading.length).search(new RegExp(`\\n#{2,${level.length}} `));
-  return PAGE.slice(start, end < 0 ? undefined : start + heading.length + end);
+  const end = text.slice(start + heading.length).search(new RegExp(`\\n#{2,${level.length}} `));
+  return text.slice(start, end < 0 ? undefined : start + heading.length + end);
 }
 
 /** The `ts` blocks of a section, with the text that introduces each. */
-function snippetsOf(heading: string): Array<{ title: string; code: string }> {
-  return [...sectionOf(heading).matchAll(/([^\n]+):\n\n```ts\n([\s\S]*?)```/g)].map((m) => ({ title: m[1], code: m[2] }));
+function snippetsOf(heading: string, page = PAGES.partners): Array<{ title: string; code: string }> {
+  return [...sectionOf(heading, page).matchAll(/([^\n]+):\n\n```ts\n([\s\S]*?)```/g)].map((m) => ({ title: m[1], code: m[2] }));
 }
 
 /** The Markdown tables of a section: each its header's cells, then its rows' cells. */
@@ -125,9 +130,9 @@ async function runAttempt(name: string, source: string, env: Record<string, stri
   return JSON.parse(run.stdout) as Thrown;
 }
 
-// §1.4's PORT: "`PORT=8080 npm start` serves on 8080 and puts the stand-in on 8081".
-const portExample = /`PORT=(\d+) npm start`\s+serves\s+on\s+(\d+)\s+and\s+puts\s+the\s+stand-in\s+on\s+(\d+)/.exec(sectionOf('### 1.4'));
-if (portExample === null) throw new Error("docs/partners.md §1.4 no longer gives PORT's example as this test reads it");
+// contributing §2.3's PORT: "`PORT=8080 npm start` serves on 8080 and puts the stand-in on 8081".
+const portExample = /`PORT=(\d+) npm start`\s+serves\s+on\s+(\d+)\s+and\s+puts\s+the\s+stand-in\s+on\s+(\d+)/.exec(sectionOf(LOCAL, PAGES.contributing));
+if (portExample === null) throw new Error("docs/contributing.md §2.3 no longer gives PORT's example as this test reads it");
 const STAND_IN_AFTER_PORT = Number(portExample[3]) - Number(portExample[1]);
 
 let host: DevHostProcess;
@@ -145,21 +150,21 @@ afterAll(async () => {
 });
 
 const standInPort = () => port + STAND_IN_AFTER_PORT;
-/** What §1.4 tells partners with another PORT: write its next port wherever 7072 appears. */
+/** What contributing §2.3 says to do with another PORT: write its next port wherever 7072 appears. */
 const atThisRun = (code: string) => code.replaceAll('7072', String(standInPort()));
-const snippets = snippetsOf('### 1.4');
+const snippets = snippetsOf(LOCAL, PAGES.contributing);
 /** §1.1's snippets for Entra itself: compiled here; run below as the mistakes' tests write them. */
 const entraSnippets = snippetsOf('### 1.1');
 const draw = (loanNumber: number) => JSON.stringify([{ loanNumber, requestor: 'jane.doe@partner.example', amount: 10 }]);
 
-test('as §1.4 says, PORT moves the service and the stand-in follows on the next port', () => {
+test('as contributing §2.3 says, PORT moves the service and the stand-in follows on the next port', () => {
   expect(portExample[2]).toBe(portExample[1]);
   expect(STAND_IN_AFTER_PORT).toBe(1);
   expect(host.url).toBe(`http://127.0.0.1:${port}/DrawRequest`);
   expect(printedAuthority).toBe(`https://127.0.0.1:${standInPort()}/${DEMO_TENANT_ID}`);
 });
 
-test('docs/partners.md §1.4 holds the four snippets: MSAL and Azure Identity, each with the certificate and the secret', () => {
+test('docs/contributing.md §2.3 holds the four snippets: MSAL and Azure Identity, each with the certificate and the secret', () => {
   expect(snippets.map((s) => s.title)).toEqual([
     'MSAL Node, with the demo certificate',
     'MSAL Node, with the demo secret',
@@ -179,7 +184,7 @@ test("§1.1's snippets for Entra are MSAL Node and Azure Identity with a certifi
   ]);
 });
 
-test('every TypeScript snippet of §1 compiles under --strict against the libraries partners install', () => {
+test('every TypeScript snippet of partners §1 and contributing §2.3 compiles under --strict against the libraries partners install', () => {
   const files = [...entraSnippets, ...snippets].map((s, i) => writeModule(`typed-${i}`, `${s.code}${POST_WITH_TOKEN}export {};\n`).ts);
   expect(
     typeErrors(files, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, types: ['node'], lib: ['lib.es2022.d.ts'] }),
@@ -408,7 +413,7 @@ try {
 });
 
 describe("at npm start's stand-in, where the libraries read the tenant's metadata first (§1.3's last column)", () => {
-  /** §1.4's configuration, with a tenant and a secret of the attempt's. */
+  /** contributing §2.3's configuration, with a tenant and a secret of the attempt's. */
   function localProgram(library: Library, tenant: string, secret = 'local-demo'): string {
     const authorityHost = `https://127.0.0.1:${standInPort()}`;
     if (library === 'MSAL Node') {

@@ -1,5 +1,5 @@
 /**
- * docs/openapi.yaml, the partners' guide and the README against the code's responses (their lists of errors
+ * docs/openapi.yaml and the partners' guide against the code's responses (their lists of errors
  * against the error catalogue: tests/unit/errorCatalogue.test.ts).
  */
 import type { HttpResponseInit } from '@azure/functions';

@@ -76,11 +76,6 @@ describe('docs/contract.md', () => {
   });
 });
 
-test('README.md lists exactly the codes and their names, in order', () => {
-  const rows = table(read('README.md'), /^\| code \| error \|/);
-  expect(rows.map(([code, error]) => ({ code: unquote(code), error }))).toEqual(ERRORS.map((e) => ({ code: e.code, error: e.error })));
-});
-
 test("docs/partners.md's rule table lists exactly the rules, in order, with names, codes and when each applies", () => {
   const rows = table(section(read('docs/partners.md'), /^## 4\. Reading an error/m), /^\| # \| `error` \| `code` \| when \|/);
   expect(rows.map(([rule, error, code, when]) => ({ rule: Number(rule), error, code: unquote(code), when }))).toEqual(
