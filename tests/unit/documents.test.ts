@@ -235,20 +235,11 @@ describe("bench/results.md's figures are not copied into other documents", () =>
     return found;
   }
 
-  /**
-   * TODO(issue 33): docs/decisions.md's "Instance size, concurrency and cost, chosen by measurement" and any
-   * "Telemetry cost" section are being rewritten elsewhere; they are left out until that lands, then checked too.
-   */
-  const EXCLUDED_SECTIONS = [/^## Instance size, concurrency and cost, chosen by measurement$/, /^## Telemetry cost\b/];
-
+  /** Every line of a document: no section is exempt (docs/decisions.md, "Documents checked against the code"). */
   function documentLines(file: string): Line[] {
-    let excluded = false;
     return read(file)
       .split('\n')
-      .flatMap((text, i) => {
-        if (/^## /.test(text)) excluded = EXCLUDED_SECTIONS.some((s) => s.test(text));
-        return excluded ? [] : [{ file, line: i + 1, text }];
-      });
+      .map((text, i) => ({ file, line: i + 1, text }));
   }
 
   const results = resultFigures();
