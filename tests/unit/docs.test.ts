@@ -82,3 +82,15 @@ test('every #anchor a Markdown link names is a heading of the file it points at'
   const broken = links.filter(({ target, anchor }) => target.endsWith('.md') && existsSync(target) && !anchors(readFileSync(target, 'utf8')).has(anchor));
   expect(broken.map(({ file, target, anchor }) => `${relative(ROOT, file)} → ${relative(ROOT, target)}#${anchor}`)).toEqual([]);
 });
+
+test('every entry of docs/decisions.md is dated and listed in its contents', () => {
+  const text = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
+  const main = text.slice(text.indexOf('\n## Contents'), text.indexOf('\n## Superseded decisions'));
+  const contents = main.slice(0, main.indexOf('\n## ', 1));
+  const entries = [...main.matchAll(/^(##|###) (.+)\n\n(.*)$/gm)].slice(1);
+  expect(entries.length).toBeGreaterThan(20);
+  expect(entries.filter(([, , , date]) => !/^\*Decided 2026-\d\d-\d\d\b/.test(date)).map(([, , heading]) => heading)).toEqual([]);
+  const listed = new Set([...contents.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]));
+  const topLevel = entries.filter(([, level]) => level === '##').map(([, , heading]) => [...anchors(`## ${heading}`)][0]);
+  expect(topLevel.filter((anchor) => !listed.has(anchor))).toEqual([]);
+});
