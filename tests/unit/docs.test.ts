@@ -49,3 +49,48 @@ test('every relative link in every Markdown file reaches a file in the repositor
   const broken = links.filter(({ file, target }) => !existsSync(join(dirname(file), decodeURI(target.split('#')[0]))));
   expect(broken.map(({ file, target }) => `${relative(ROOT, file)} → ${target}`)).toEqual([]);
 });
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens; repeats get -1, -2 … */
+function anchors(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const found = new Set<string>();
+  for (const [, heading] of markdown.replace(/```[^]*?```/g, '').matchAll(/^#{1,6} (.+)$/gm)) {
+    const text = heading.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
+    const slug = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    found.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return found;
+}
+
+test('every #anchor a Markdown link names is a heading of the file it points at', () => {
+  const links = files(['.md']).flatMap((file) => {
+    const text = readFileSync(file, 'utf8').replace(/```[^]*?```/g, '');
+    return [...text.matchAll(/\]\(([^)\s]*#[^)\s]+)\)/g)]
+      .map((m) => m[1])
+      .filter((target) => !/^[a-z]+:/i.test(target))
+      .map((target) => {
+        const [path, anchor] = target.split('#');
+        return { file, target: path === '' ? file : join(dirname(file), decodeURI(path)), anchor };
+      });
+  });
+  expect(links.filter(({ file }) => file.endsWith(join('docs', 'decisions.md'))).length).toBeGreaterThan(20);
+  const broken = links.filter(({ target, anchor }) => target.endsWith('.md') && existsSync(target) && !anchors(readFileSync(target, 'utf8')).has(anchor));
+  expect(broken.map(({ file, target, anchor }) => `${relative(ROOT, file)} → ${relative(ROOT, target)}#${anchor}`)).toEqual([]);
+});
+
+test('every entry of docs/decisions.md is dated and listed in its contents', () => {
+  const text = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
+  const main = text.slice(text.indexOf('\n## Contents'), text.indexOf('\n## Superseded decisions'));
+  const contents = main.slice(0, main.indexOf('\n## ', 1));
+  const entries = [...main.matchAll(/^(##|###) (.+)\n\n(.*)$/gm)].slice(1);
+  expect(entries.length).toBeGreaterThan(20);
+  expect(entries.filter(([, , , date]) => !/^\*Decided 2026-\d\d-\d\d\b/.test(date)).map(([, , heading]) => heading)).toEqual([]);
+  const listed = new Set([...contents.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]));
+  const topLevel = entries.filter(([, level]) => level === '##').map(([, , heading]) => [...anchors(`## ${heading}`)][0]);
+  expect(topLevel.filter((anchor) => !listed.has(anchor))).toEqual([]);
+});
