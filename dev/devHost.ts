@@ -1,5 +1,5 @@
 /**
- * Development host (docs/contract.md §6): serves the same exported handler the Functions runtime calls,
+ * Development host (docs/contributing.md §2): serves the same exported handler the Functions runtime calls,
  * turning Node HTTP requests into @azure/functions HttpRequest objects. With no settings it
  * embeds Azurite (seeded with demo rows) and a local OpenID provider; every setting given in the
  * environment replaces its embedded default.

@@ -1,5 +1,5 @@
 /**
- * The development host (docs/contract.md §6) driven from outside over HTTP: with settings pointing at
+ * The development host (docs/contributing.md §2) driven from outside over HTTP: with settings pointing at
  * another Azurite and another OpenID provider, and as `npm start` runs it on a fresh machine.
  */
 import { execFile } from 'node:child_process';
