@@ -37,5 +37,8 @@ resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
 @description('Workbook resource id.')
 output id string = workbook.id
 
+@description('Workbook name (a GUID): scope of on-call\'s Workbook Reader role.')
+output name string = workbook.name
+
 @description('Link to open the workbook in the Azure portal (alert descriptions and the deployment output give it).')
 output url string = '${environment().portal}/#@${tenant().tenantId}/resource${workbook.id}/workbook'

@@ -3,12 +3,13 @@
  * Application Insights schema (tests/support/kusto.ts): the runbook's, the alert rules' as Bicep
  * composes them, and the workbook's as the workbook runs them. None may have an error or a warning,
  * and none may read a custom dimension or measurement the service does not write (lib/telemetry.ts
- * TELEMETRY_FIELDS).
+ * TELEMETRY_FIELDS). The ingestion budget alert, scoped to the Log Analytics workspace, is checked
+ * against the workspace's tables (its `Usage`), where Application Insights' tables do not exist.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENT_NAME, TELEMETRY_FIELDS } from '../../lib/telemetry';
-import { analyseKql, expandWorkbookParameters } from '../support/kusto';
+import { analyseKql, expandWorkbookParameters, type KqlScope } from '../support/kusto';
 
 const ROOT = join(__dirname, '..', '..');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -69,6 +70,16 @@ function workbookQueries(): [string, string][] {
 }
 
 const QUERIES = [...runbookQueries(), ...alertQueries(), ...workbookQueries()];
+
+/** The ingestion budget alert's query as the deployment composes it, with a budget its parameter allows. */
+function budgetQuery(): string {
+  const budget = read('infra/modules/ingestionBudget.bicep');
+  const [raw, ...more] = [...budget.matchAll(/^\s+query: '((?:[^'\\]|\\.)*)'$/gm)].map((m) => m[1]);
+  if (raw === undefined || more.length > 0) throw new Error('ingestionBudget.bicep: expected one query');
+  const query = bicepString(raw).replace(/\$\{dailyBudgetGb\}/g, '5');
+  if (query.includes('${')) throw new Error(`an interpolation this test does not compose: ${query}`);
+  return query;
+}
 const { eventDimensions, eventMeasurements, dataQualityDimensions, dependencyDimensions } = TELEMETRY_FIELDS;
 /** What the service writes, by table: its event in customEvents, its data-quality traces in traces, its storage rounds and failed calls in dependencies. */
 const WRITTEN: Record<string, { customDimensions: ReadonlySet<string>; customMeasurements: ReadonlySet<string> }> = {
@@ -83,8 +94,8 @@ const WRITTEN_ANYWHERE = {
 };
 
 /** Errors and warnings, as `line:column CODE message`. */
-const problemsOf = (query: string) =>
-  analyseKql(query)
+const problemsOf = (query: string, scope: KqlScope = 'appInsights') =>
+  analyseKql(query, scope)
     .diagnostics.filter((d) => d.severity === 'Error' || d.severity === 'Warning')
     .map((d) => `${d.line}:${d.column} ${d.severity} ${d.code} ${d.message}`);
 
@@ -111,6 +122,23 @@ test.each(QUERIES)('%s: no error or warning from the Kusto language service', (_
 
 test.each(QUERIES)('%s: reads only custom dimensions and measurements the service writes', (_name, query) => {
   expect(unwrittenKeysOf(query)).toEqual([]);
+});
+
+describe("the ingestion budget alert (issue #32): the workspace's Usage table", () => {
+  test('its query has no error or warning where it runs, the Log Analytics workspace', () => {
+    expect(budgetQuery()).toMatch(/^Usage \| where IsBillable \|/);
+    expect(problemsOf(budgetQuery(), 'workspace')).toEqual([]);
+  });
+
+  test('it could not run against Application Insights, nor an App Insights query against the workspace (the scopes are told apart)', () => {
+    expect(problemsOf(budgetQuery())).toEqual([expect.stringContaining("'Usage'")]);
+    expect(problemsOf('customEvents | take 1', 'workspace')).toEqual([expect.stringContaining("'customEvents'")]);
+  });
+
+  test('a column the Usage table does not have, or one the summary no longer has, is reported', () => {
+    expect(problemsOf('Usage | where IsBillable | summarize sum(QuantityMB)', 'workspace')).toEqual([expect.stringContaining("'QuantityMB'")]);
+    expect(problemsOf('Usage | summarize gb = sum(Quantity) / 1000.0 | where Quantity > 0', 'workspace')).toEqual([expect.stringContaining("'Quantity'")]);
+  });
 });
 
 describe('the checks can fail', () => {
