@@ -384,6 +384,7 @@ module workbook 'modules/workbook.bicep' = {
     location: location
     tags: allTags
     appInsightsId: monitoring.outputs.appInsightsId
+    storageAccountName: storage.outputs.name
   }
 }
 

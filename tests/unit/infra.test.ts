@@ -1340,11 +1340,11 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     for (const symbol of ['deployFromEnvironment', 'planFromPullRequests']) expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
   });
 
-  test('the deploying identity may assign only the data roles infra/ assigns to the app; the plan identity writes nothing', () => {
+  test('the deploying identity may assign only the roles infra/ assigns (the app, the deployer, the on-call group); the plan identity writes nothing', () => {
     const assigned = [
       ...new Set(
         [...files.values()]
-          .filter((f) => [join(INFRA, 'modules', 'roleAssignments.bicep'), join(INFRA, 'modules', 'partnersWriter.bicep')].includes(f.path))
+          .filter((f) => ['roleAssignments', 'partnersWriter', 'onCallAccess'].map((m) => join(INFRA, 'modules', `${m}.bicep`)).includes(f.path))
           .flatMap((f) => [...f.vars.entries()].filter(([, node]) => /^'[0-9a-f-]{36}'$/.test(node.text)).map(([name]) => stringOf(literalVar(f, name)))),
       ),
     ].sort();
@@ -1536,8 +1536,12 @@ const azureTypes = (): AzureTypes[] =>
   readdirSync(AZURE_TYPES_DIR)
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(AZURE_TYPES_DIR, f), 'utf8')) as AzureTypes);
-/** Resource types whose every declaration is checked against the published types (the network, and what issue #34 changes). */
-const CHECKED_TYPE = /^Microsoft\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$/;
+/**
+ * Resource types whose every declaration is checked against the published types: the network and what
+ * issue #34 changes, every role assignment (on-call's, issue #33) and every log alert rule (the ingestion
+ * budget's, issue #32).
+ */
+const CHECKED_TYPE = /^Microsoft\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$|^Microsoft\.Authorization\/roleAssignments$|^Microsoft\.Insights\/scheduledQueryRules$/;
 /** Bicep keywords of a resource body, not properties of the type. */
 const BICEP_KEYWORDS = ['parent', 'scope', 'dependsOn'];
 
@@ -1558,12 +1562,12 @@ describe('network isolation and zones (issue #34): published Azure types and the
     for (const t of azureTypes()) {
       expect(t.source.repository).toBe('Azure/bicep-types-az');
       expect(t.source.commit).toMatch(/^[0-9a-f]{40}$/);
-      expect(t.source.path).toMatch(/^generated\/[a-z]+\/microsoft\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
+      expect(t.source.path).toMatch(/^generated\/[a-z0-9_]+\/microsoft\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
       for (const [name, ref] of Object.entries(t.resources)) expect({ name, type: typeIn(t.types, ref).$type }).toEqual({ name, type: 'ResourceType' });
     }
   });
 
-  test('every network, storage account, plan and site resource is a published type of its API version and sets only published, writable properties', () => {
+  test('every network, storage account, plan, site, role assignment and log alert rule is a published type of its API version and sets only published, writable properties', () => {
     const all = checked();
     expect(all.map(({ resource }) => resource.type)).toEqual(
       expect.arrayContaining([
@@ -1575,6 +1579,8 @@ describe('network isolation and zones (issue #34): published Azure types and the
         'Microsoft.Storage/storageAccounts',
         'Microsoft.Web/serverfarms',
         'Microsoft.Web/sites',
+        'Microsoft.Authorization/roleAssignments',
+        'Microsoft.Insights/scheduledQueryRules',
       ]),
     );
     const problems = all.flatMap(({ file: f, resource }) =>

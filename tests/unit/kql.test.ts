@@ -14,9 +14,16 @@ import { analyseKql, expandWorkbookParameters, type KqlScope } from '../support/
 const ROOT = join(__dirname, '..', '..');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
-/** The runbook's ```kusto blocks. */
-function runbookQueries(): [string, string][] {
-  return [...read('docs/runbook.md').matchAll(/```kusto\n([\s\S]*?)```/g)].map((m, i) => [`docs/runbook.md query ${i + 1}`, m[1]]);
+/** A runbook query that opens with this comment runs in the Log Analytics workspace, not in Application Insights. */
+const IN_WORKSPACE = '// In the Log Analytics workspace';
+
+/** The runbook's ```kusto blocks, each with where it runs. */
+function runbookQueries(): [string, string, KqlScope][] {
+  return [...read('docs/runbook.md').matchAll(/```kusto\n([\s\S]*?)```/g)].map((m, i) => [
+    `docs/runbook.md query ${i + 1}`,
+    m[1],
+    m[1].startsWith(IN_WORKSPACE) ? 'workspace' : 'appInsights',
+  ]);
 }
 
 /** A single-quoted Bicep string's value (the alert queries use only \' escapes, if any). */
@@ -27,13 +34,13 @@ const bicepString = (text: string) => text.replace(/\\'/g, "'").replace(/\\\\/g,
  * declared, `${alert.outcome}` and `${alert.matching}` once per rate alert, `${minimumFailures}` a value
  * its parameter allows.
  */
-function alertQueries(): [string, string][] {
+function alertQueries(): [string, string, KqlScope][] {
   const alerts = read('infra/modules/alerts.bicep');
   const eventName = /^var eventName = '([^']*)'$/m.exec(read('infra/main.bicep'))?.[1] as string;
   const invocations = bicepString(/^var invocations = '((?:[^'\\]|\\.)*)'$/m.exec(alerts)?.[1] as string);
   const outcomes = [...alerts.matchAll(/^\s+outcome: '(\w+)'$/gm)].map((m) => m[1]);
   const matchings = [...alerts.matchAll(/^\s+matching: '((?:[^'\\]|\\.)*)'$/gm)].map((m) => bicepString(m[1]));
-  const queries: [string, string][] = [];
+  const queries: [string, string, KqlScope][] = [];
   for (const [, raw] of alerts.matchAll(/^\s+query: '((?:[^'\\]|\\.)*)'$/gm)) {
     const forEach = raw.includes('${alert.') ? outcomes : [undefined];
     for (const [i, outcome] of forEach.entries()) {
@@ -46,7 +53,7 @@ function alertQueries(): [string, string][] {
         .replace(/\$\{minimumSilentRequests\}/g, '3')
         .replace(/\$\{functionName\}/g, /^var functionName = '(\w+)'$/m.exec(alerts)?.[1] as string);
       if (query.includes('${')) throw new Error(`an interpolation this test does not compose: ${query}`);
-      queries.push([`alert query${outcome === undefined ? '' : ` (${outcome})`}`, query]);
+      queries.push([`alert query${outcome === undefined ? '' : ` (${outcome})`}`, query, 'appInsights']);
     }
   }
   return queries;
@@ -59,13 +66,14 @@ interface WorkbookItem {
 }
 
 /** The workbook's query items, their parameters expanded as the workbook does. */
-function workbookQueries(): [string, string][] {
+function workbookQueries(): [string, string, KqlScope][] {
   const workbook = JSON.parse(read('infra/workbook.json')) as { items: WorkbookItem[] };
   return workbook.items
     .filter((item) => item.type === 3)
     .map((item) => [
       `workbook tile ${item.name}`,
       expandWorkbookParameters(item.content.query as string, { RequestId: '0b7c5e4e-3f3a-4d8e-9a1e-5f1c2d3e4f50', LoanNumber: '1001' }),
+      'appInsights',
     ]);
 }
 
@@ -100,8 +108,8 @@ const problemsOf = (query: string, scope: KqlScope = 'appInsights') =>
     .map((d) => `${d.line}:${d.column} ${d.severity} ${d.code} ${d.message}`);
 
 /** Custom dimensions and measurements read that the service does not write in that table. */
-const unwrittenKeysOf = (query: string) =>
-  analyseKql(query)
+const unwrittenKeysOf = (query: string, scope: KqlScope = 'appInsights') =>
+  analyseKql(query, scope)
     .dynamicKeys.filter(({ table, column, key }) => {
       const written = table === undefined ? WRITTEN_ANYWHERE : WRITTEN[table];
       return key === null || written?.[column as keyof typeof WRITTEN_ANYWHERE].has(key) !== true;
@@ -113,15 +121,17 @@ test('the queries are all found: runbook, alert rules and workbook', () => {
   expect(count('docs/runbook.md')).toBeGreaterThanOrEqual(10);
   expect(count('alert query')).toBe(5); // the 500 and 502 rates, the 401 spike, a commit's outcome unknown, telemetry silence
   expect(count('workbook tile')).toBeGreaterThanOrEqual(10);
+  // The runbook's Usage query (Ingestion past its budget) is the workspace's; the rest are Application Insights'.
+  expect(QUERIES.filter(([, , scope]) => scope === 'workspace').map(([, query]) => query.split('\n')[1])).toEqual(['Usage']);
   expect(alertQueries().every(([, q]) => q.includes(`name == "${EVENT_NAME}"`))).toBe(true);
 }, 30_000);
 
-test.each(QUERIES)('%s: no error or warning from the Kusto language service', (_name, query) => {
-  expect(problemsOf(query)).toEqual([]);
+test.each(QUERIES)('%s: no error or warning from the Kusto language service', (_name, query, scope) => {
+  expect(problemsOf(query, scope)).toEqual([]);
 });
 
-test.each(QUERIES)('%s: reads only custom dimensions and measurements the service writes', (_name, query) => {
-  expect(unwrittenKeysOf(query)).toEqual([]);
+test.each(QUERIES)('%s: reads only custom dimensions and measurements the service writes', (_name, query, scope) => {
+  expect(unwrittenKeysOf(query, scope)).toEqual([]);
 });
 
 describe("the ingestion budget alert (issue #32): the workspace's Usage table", () => {
