@@ -191,7 +191,7 @@ param telemetrySamplingPercentage int = 100
 @description('true: the availability test runs and the alerts evaluate and page.')
 param alertsEnabled bool
 
-@description('Resource id of the on-call action group the alerts notify; empty: none.')
+@description('Resource id of the on-call action group the alerts notify (/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Insights/actionGroups/<name>); empty: none.')
 param onCallActionGroupId string = ''
 
 @description('Whom on-call escalates to in this environment (team and how to reach it, no secret); every alert\'s description names it. Empty: the runbook\'s table only.')
@@ -254,7 +254,7 @@ param telemetryDailyBudgetGb int
 @maxValue(100)
 param telemetryBudgetWarningPercent int = 80
 
-@description('Resource id of the platform team\'s action group the budget warning notifies (not on-call\'s); empty: none.')
+@description('Resource id of the platform team\'s action group the budget warning notifies (not on-call\'s), in the form of onCallActionGroupId; empty: none.')
 param platformActionGroupId string = ''
 
 // ---------------------------------------------------------------- names
