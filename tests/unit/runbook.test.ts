@@ -169,7 +169,11 @@ describe('every log line the runbook and docs/deploy.md quote is one the code pr
 
   const LOG_LINE = /^(DrawRequest[ :]|Data quality|the Application\s+Insights SDK)/;
   const quoted = ['docs/runbook.md', 'docs/deploy.md'].flatMap((file) =>
-    [...read(file).replace(/^[ \t]*```[^]*?^[ \t]*```/gm, '').matchAll(/`([^`]+)`/g)]
+    [
+      ...read(file)
+        .replace(/^[ \t]*```[^]*?^[ \t]*```/gm, '')
+        .matchAll(/`([^`]+)`/g),
+    ]
       .map((m) => m[1])
       .filter((span) => LOG_LINE.test(span))
       .map((span) => ({ file, span })),
