@@ -15,8 +15,8 @@
 // Readers only, but for the one table whose row is the emergency switch. No management-plane write:
 // restarting the app or changing its settings is the platform team's (escalation), and a rollback is a
 // GitHub workflow run, which needs GitHub permissions, not Azure ones. Monitoring Reader is given on the
-// component and the account rather than the group: on the group its */read would reach the workspace,
-// where Log Analytics Reader deliberately excludes reading the shared keys.
+// component and the account rather than the group: on the group its */read would include the
+// workspace's sharedKeys/read, which Log Analytics Reader excludes by name (its NotActions).
 
 @description('Object id of the on-call Microsoft Entra security group.')
 @minLength(36)
