@@ -154,20 +154,20 @@ resource deployGraphPermissions 'Microsoft.Graph/appRoleAssignedTo@v1.0' = [
 
 // The plan identity gets no Graph permission: what-if does not evaluate Microsoft Graph resources.
 
-@description('GitHub environment variable AZURE_CLIENT_ID of this environment: the deploying identity.')
+@description('infra/env/<env>.pipeline.json deployClientId: the deploying identity (it signs in the pipeline\'s deploy jobs).')
 output deployClientId string = identities.outputs.deployClientId
 
-@description('GitHub environment variable AZURE_PLAN_CLIENT_ID: the what-if identity of pull requests.')
+@description('infra/env/<env>.pipeline.json planClientId: the what-if identity of pull requests.')
 output planClientId string = identities.outputs.planClientId
 
-@description('Object id of the deploying identity (scripts/deploy.sh passes it as partnerWriterPrincipalId).')
+@description('infra/env/<env>.pipeline.json deployPrincipalId: object id of the deploying identity.')
 output deployPrincipalId string = identities.outputs.deployPrincipalId
 
-@description('GitHub environment variable AZURE_TENANT_ID.')
+@description('infra/env/<env>.pipeline.json tenantId.')
 output tenantId string = tenant().tenantId
 
-@description('GitHub environment variable AZURE_SUBSCRIPTION_ID.')
+@description('infra/env/<env>.pipeline.json subscriptionId.')
 output subscriptionId string = subscription().subscriptionId
 
-@description('GitHub environment variable RESOURCE_GROUP.')
+@description('infra/env/<env>.pipeline.json resourceGroup (under that name there).')
 output resourceGroupName string = group.name

@@ -191,8 +191,11 @@ param telemetrySamplingPercentage int = 100
 @description('true: the availability test runs and the alerts evaluate and page.')
 param alertsEnabled bool
 
-@description('Resource id of the on-call action group the alerts notify; empty: none.')
+@description('Resource id of the on-call action group the alerts notify (/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Insights/actionGroups/<name>); empty: none.')
 param onCallActionGroupId string = ''
+
+@description('Whom on-call escalates to in this environment (team and how to reach it, no secret); every alert\'s description names it. Empty: the runbook\'s table only.')
+param escalationContact string = ''
 
 @description('Availability test locations.')
 @minLength(1)
@@ -234,6 +237,25 @@ param silentPercent int = 5
 @description('Telemetry silence pages only once at least this many requests went without their event.')
 @minValue(1)
 param minimumSilentRequests int = 3
+
+// ---------------------------------------------------------------- on-call's access (docs/runbook.md, "Paged? Start here")
+
+@description('Object id of the Microsoft Entra security group whose members are on call for this environment: granted what the runbook\'s steps need (modules/onCallAccess.bicep). Empty: no grants.')
+param onCallGroupObjectId string = ''
+
+// ---------------------------------------------------------------- telemetry budget (docs/decisions.md, "Instance size, concurrency and cost")
+
+@description('Billable ingestion into the Log Analytics workspace the platform team budgets, in GB a day: expected calls a day times the bytes per call of bench/results.md, times 0.75.')
+@minValue(1)
+param telemetryDailyBudgetGb int
+
+@description('Warn the platform team when the last 24 hours\' billable ingestion passes this percent of the budget.')
+@minValue(1)
+@maxValue(100)
+param telemetryBudgetWarningPercent int = 80
+
+@description('Resource id of the platform team\'s action group the budget warning notifies (not on-call\'s), in the form of onCallActionGroupId; empty: none.')
+param platformActionGroupId string = ''
 
 // ---------------------------------------------------------------- names
 
@@ -362,6 +384,7 @@ module workbook 'modules/workbook.bicep' = {
     location: location
     tags: allTags
     appInsightsId: monitoring.outputs.appInsightsId
+    storageAccountName: storage.outputs.name
   }
 }
 
@@ -375,6 +398,33 @@ module roleAssignments 'modules/roleAssignments.bicep' = {
     drawsTableName: drawsTableName
     idempotencyTableName: idempotencyTableName
     appInsightsName: monitoring.outputs.appInsightsName
+  }
+}
+
+module onCallAccess 'modules/onCallAccess.bicep' = if (!empty(onCallGroupObjectId)) {
+  name: 'onCallAccess'
+  params: {
+    groupObjectId: onCallGroupObjectId
+    storageAccountName: storage.outputs.name
+    partnersTableName: partnersTableName
+    workspaceName: monitoring.outputs.workspaceName
+    appInsightsName: monitoring.outputs.appInsightsName
+    workbookName: workbook.outputs.name
+  }
+}
+
+module ingestionBudget 'modules/ingestionBudget.bicep' = {
+  name: 'ingestionBudget'
+  params: {
+    name: '${baseName}-ingestion-budget'
+    location: location
+    tags: allTags
+    workspaceId: monitoring.outputs.workspaceId
+    enabled: alertsEnabled
+    actionGroupId: platformActionGroupId
+    dailyBudgetGb: telemetryDailyBudgetGb
+    warningPercent: telemetryBudgetWarningPercent
+    runbookSection: 'docs/runbook.md, Ingestion past its budget'
   }
 }
 
@@ -451,6 +501,7 @@ module alerts 'modules/alerts.bicep' = {
     silentPercent: silentPercent
     minimumSilentRequests: minimumSilentRequests
     workbookUrl: workbook.outputs.url
+    escalationContact: escalationContact
   }
 }
 

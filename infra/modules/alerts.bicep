@@ -32,6 +32,9 @@ param actionGroupId string
 @description('The on-call workbook in the portal; every alert\'s description links it.')
 param workbookUrl string
 
+@description('Whom on-call escalates to in this environment; every alert\'s description names it. Empty: the runbook\'s table only.')
+param escalationContact string
+
 @description('Name of the per-invocation event (lib/telemetry.ts EVENT_NAME).')
 param eventName string
 
@@ -73,6 +76,9 @@ param silentPercent int
 @minValue(1)
 param minimumSilentRequests int
 
+// What every description ends with: where to look first, and whom to call when the runbook's steps do not suffice.
+var escalateTo = empty(escalationContact) ? 'see docs/runbook.md, Paged? Start here' : escalationContact
+
 // The function's name as the host records its requests (functions/main.ts app.http).
 var functionName = 'DrawRequest'
 
@@ -83,7 +89,7 @@ var rateAlerts = [
   {
     name: 'status-500-rate'
     displayName: 'Draw Request Service: 500 rate (outcome Failed)'
-    description: 'More than ${failedRatePercent}% of DrawRequest invocations in 15 minutes answered 500: a defect in the service. Runbook: outcome Failed. Workbook: ${workbookUrl}'
+    description: 'More than ${failedRatePercent}% of DrawRequest invocations in 15 minutes answered 500: a defect in the service. Runbook: outcome Failed. Workbook: ${workbookUrl} Escalate to: ${escalateTo}'
     outcome: 'Failed'
     matching: 'outcome == "Failed"'
     severity: 1
@@ -92,7 +98,7 @@ var rateAlerts = [
   {
     name: 'status-502-rate'
     displayName: 'Draw Request Service: 502 rate (outcome DependencyFailed)'
-    description: 'More than ${dependencyFailedRatePercent}% of DrawRequest invocations in 15 minutes answered 502: Table Storage or the identity provider failed. Runbook: outcome DependencyFailed. Workbook: ${workbookUrl}'
+    description: 'More than ${dependencyFailedRatePercent}% of DrawRequest invocations in 15 minutes answered 502: Table Storage or the identity provider failed. Runbook: outcome DependencyFailed. Workbook: ${workbookUrl} Escalate to: ${escalateTo}'
     outcome: 'DependencyFailed'
     // A key in its grace (reason KeyOutcomePending) is a 502 that no dependency caused, settled by the
     // partner's own retry within 10 minutes: not a reason to page.
@@ -150,7 +156,7 @@ resource unauthorizedSpike 'Microsoft.Insights/scheduledQueryRules@2023-12-01' =
   kind: 'LogAlert'
   properties: {
     displayName: 'Draw Request Service: spike of 401s (outcome Unauthorized)'
-    description: 'More than ${unauthorizedSpikeCount} presented tokens were refused in 15 minutes: wrong AUTH_* settings, signing keys, an app registration change, or an attack. Group by customDimensions.reason. Runbook: outcome Unauthorized. Workbook: ${workbookUrl}'
+    description: 'More than ${unauthorizedSpikeCount} presented tokens were refused in 15 minutes: wrong AUTH_* settings, signing keys, an app registration change, or an attack. Group by customDimensions.reason. Runbook: outcome Unauthorized. Workbook: ${workbookUrl} Escalate to: ${escalateTo}'
     severity: 2
     enabled: enabled
     scopes: [
@@ -187,7 +193,7 @@ resource outcomeUnknown 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
   kind: 'LogAlert'
   properties: {
     displayName: 'Draw Request Service: commit outcome unknown (reason CommitOutcomeUnknown)'
-    description: 'A commit failed in a way that storage may still have applied: the partner got a 502 saying the batch may have been recorded. Check DrawRequests for its loans and whether a keyed retry settled it. Runbook: Commit outcome unknown. Workbook: ${workbookUrl}'
+    description: 'A commit failed in a way that storage may still have applied: the partner got a 502 saying the batch may have been recorded. Check DrawRequests for its loans and whether a keyed retry settled it. Runbook: Commit outcome unknown. Workbook: ${workbookUrl} Escalate to: ${escalateTo}'
     severity: 2
     enabled: enabled
     scopes: [
@@ -231,7 +237,7 @@ resource telemetrySilence 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = 
   kind: 'LogAlert'
   properties: {
     displayName: 'Draw Request Service: telemetry silent (requests without their DrawRequestBatch event)'
-    description: 'More than ${silentPercent}% of the DrawRequest requests the host recorded from 25 to 10 minutes ago (at least ${minimumSilentRequests}) have no DrawRequestBatch event: the service serves partners but its telemetry is missing, and the other alerts cannot fire. Runbook: Telemetry silent. Workbook: ${workbookUrl}'
+    description: 'More than ${silentPercent}% of the DrawRequest requests the host recorded from 25 to 10 minutes ago (at least ${minimumSilentRequests}) have no DrawRequestBatch event: the service serves partners but its telemetry is missing, and the other alerts cannot fire. Runbook: Telemetry silent. Workbook: ${workbookUrl} Escalate to: ${escalateTo}'
     severity: 1
     enabled: enabled
     scopes: [
@@ -311,7 +317,7 @@ resource availability 'Microsoft.Insights/metricAlerts@2018-03-01' = {
     'hidden-link:${probe.id}': 'Resource'
   })
   properties: {
-    description: 'POST /DrawRequest without a token did not answer 401 from ${probeFailedLocationCount} or more locations: the host, routing or authentication is down. See docs/deploy.md, Alerts. Workbook: ${workbookUrl}'
+    description: 'POST /DrawRequest without a token did not answer 401 from ${probeFailedLocationCount} or more locations: the host, routing or authentication is down. See docs/deploy.md, Alerts. Workbook: ${workbookUrl} Escalate to: ${escalateTo}'
     severity: 1
     enabled: enabled
     scopes: [

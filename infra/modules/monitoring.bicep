@@ -52,6 +52,12 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
   }
 }
 
+@description('Workspace name, for on-call\'s Log Analytics Reader role.')
+output workspaceName string = workspace.name
+
+@description('Workspace resource id: scope of the ingestion budget alert (the Usage table is the workspace\'s).')
+output workspaceId string = workspace.id
+
 @description('Component name, for the Monitoring Metrics Publisher role assignment.')
 output appInsightsName string = appInsights.name
 

@@ -77,12 +77,16 @@ var subjectForms = subjectFormsByFormat[githubSubjectFormat]
 // Built-in roles (the same in every tenant).
 var contributor = 'b24988ac-6180-42a0-ab88-20f7382dd24c'
 var rbacAdministrator = 'f58310d9-a9f6-439a-9e8d-f62e7b41a168'
-// The only roles infra/main.bicep assigns: the RBAC administrator role is conditioned to them.
+// The only roles infra/main.bicep assigns (the app's identity, the deploying identity, the on-call group):
+// the RBAC administrator role is conditioned to them.
 var assignableRoles = [
   'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
   '76199698-9eea-4c19-bc75-cec21354c6b6' // Storage Table Data Reader
   '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3' // Storage Table Data Contributor
   '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
+  'b279062a-9be3-42a0-92ae-8b3cf002ec4d' // Workbook Reader
+  '43d0d8ad-25c7-4714-9337-8ba259a9fe05' // Monitoring Reader
+  '73c42c96-874c-492b-b04d-ab87d138a893' // Log Analytics Reader
 ]
 var assignableList = join(assignableRoles, ', ')
 var assignmentCondition = '((!(ActionMatches{\'Microsoft.Authorization/roleAssignments/write\'})) OR (@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {${assignableList}})) AND ((!(ActionMatches{\'Microsoft.Authorization/roleAssignments/delete\'})) OR (@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {${assignableList}}))'
@@ -145,7 +149,7 @@ resource deployRoleAssignments 'Microsoft.Authorization/roleAssignments@2022-04-
     principalId: deploy.properties.principalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', rbacAdministrator)
-    description: 'The pipeline assigns the data roles infra/main.bicep declares, and no other'
+    description: 'The pipeline assigns the roles infra/main.bicep declares, and no other'
     condition: assignmentCondition
     conditionVersion: '2.0'
   }

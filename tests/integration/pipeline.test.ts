@@ -169,8 +169,14 @@ function workspace(): Setup {
     const parametersFile = join(ws, 'infra', 'env', `${env}.parameters.json`);
     const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: Record<string, { value: unknown }> };
     parameters.parameters.partners = { value: PARTNERS[env] };
+    // What a person fills in before prod's first deployment (docs/deploy.md, "What a person does").
     if (env === 'prod')
-      parameters.parameters.onCallActionGroupId = { value: '/subscriptions/s/resourceGroups/g/providers/Microsoft.Insights/actionGroups/on-call' };
+      Object.assign(parameters.parameters, {
+        onCallActionGroupId: { value: '/subscriptions/s/resourceGroups/g/providers/Microsoft.Insights/actionGroups/on-call' },
+        onCallGroupObjectId: { value: '6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d' },
+        escalationContact: { value: 'Platform team, #drawreq-platform' },
+        platformActionGroupId: { value: '/subscriptions/s/resourceGroups/g/providers/Microsoft.Insights/actionGroups/platform' },
+      });
     writeFileSync(parametersFile, JSON.stringify(parameters));
   }
   // The package the build job makes (npm run package is proven by the package tests).
@@ -679,6 +685,19 @@ describe('scripts/deploy.sh by hand', () => {
     expect(placeholder.status).toBe(1);
     expect(placeholder.stderr).toContain('still has placeholders');
     expect(() => calls(setup.log)).toThrow(); // no call was made: no log at all
+  });
+
+  test("prod as the repository ships it is refused until a person fills in its placeholders, each named, with docs/deploy.md's checklist naming each", () => {
+    const setup = workspace();
+    cpSync(join(ROOT, 'infra', 'env', 'prod.parameters.json'), join(setup.workspace, 'infra', 'env', 'prod.parameters.json'));
+    const refused = deploy(setup, ['prod', '--what-if']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('infra/env/prod.parameters.json still has placeholders; fill them in (docs/deploy.md) and commit:');
+    const named = [...refused.stderr.matchAll(/^\d+:\s+"(\w+)"/gm)].map((m) => m[1]);
+    expect(named.sort()).toEqual(['escalationContact', 'onCallActionGroupId', 'onCallGroupObjectId', 'platformActionGroupId']);
+    const checklist = /^## What a person does\n([^]*?)^## /m.exec(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'))?.[1] ?? '';
+    for (const name of named) expect({ name, inChecklist: checklist.includes(`\`${name}\``) }).toEqual({ name, inChecklist: true });
+    expect(() => calls(setup.log)).toThrow(); // no Azure call was made
   });
 
   describe('the smoke check proves the deployed settings with the smoke identity’s token', () => {

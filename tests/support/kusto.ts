@@ -1,10 +1,15 @@
 /**
  * KQL checked by Microsoft's own Kusto language service (`@kusto/language-service-next`, the
  * Bridge.NET build of Kusto.Language): parse and semantic analysis against the Application Insights
- * schema of tests/support/appInsightsSchema.ts. Loading it takes about 0.4 s and 65 MB, and its first
+ * schema of tests/support/appInsightsSchema.ts, or, for a query scoped to the Log Analytics workspace,
+ * the workspace tables of tests/support/workspaceSchema.ts. Loading it takes about 0.4 s and 65 MB, and its first
  * analysis about 1 s: one test file uses it.
  */
 import { APP_INSIGHTS_TABLES, COMMON_COLUMNS } from './appInsightsSchema';
+import { WORKSPACE_TABLES } from './workspaceSchema';
+
+/** Where a query runs: an Application Insights component (alerts, workbook, runbook) or its Log Analytics workspace. */
+export type KqlScope = 'appInsights' | 'workspace';
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return -- the library is untyped JavaScript that defines globals */
 type Bridged = any;
@@ -27,7 +32,7 @@ export interface KqlAnalysis {
   readonly dynamicKeys: { table?: string; column: string; key: string | null }[];
 }
 
-let globals: Bridged;
+const globalsByScope = new Map<KqlScope, Bridged>();
 /** Each declared column symbol's table. */
 const tableOfColumn = new Map<Bridged, string>();
 
@@ -44,20 +49,27 @@ function kusto(): Bridged {
   return g.Kusto.Language;
 }
 
-function appInsightsGlobals(): Bridged {
-  if (globals !== undefined) return globals;
+/** The global state with the scope's database: Application Insights' tables with their common columns, or the workspace's tables as declared. */
+function globalsFor(scope: KqlScope): Bridged {
+  const known = globalsByScope.get(scope);
+  if (known !== undefined) return known;
   const K = kusto();
   const S = K.Symbols;
-  const tables = Object.entries(APP_INSIGHTS_TABLES).map(([table, own]) => {
+  const tableSymbol = (table: string, specs: readonly string[]) => {
     const column = (spec: string) => {
       const [name, type = 'string'] = spec.split(':');
       const symbol = new S.ColumnSymbol(name, S.ScalarTypes.GetSymbol(type));
       tableOfColumn.set(symbol, table);
       return symbol;
     };
-    return new S.TableSymbol.$ctor4(table, [column(COMMON_COLUMNS[0]), ...own.map(column), ...COMMON_COLUMNS.slice(1).map(column)]);
-  });
-  globals = K.GlobalState.Default.WithDatabase(new S.DatabaseSymbol.ctor('appinsights', tables));
+    return new S.TableSymbol.$ctor4(table, specs.map(column));
+  };
+  const tables =
+    scope === 'appInsights'
+      ? Object.entries(APP_INSIGHTS_TABLES).map(([table, own]) => tableSymbol(table, [COMMON_COLUMNS[0], ...own, ...COMMON_COLUMNS.slice(1)]))
+      : Object.entries(WORKSPACE_TABLES).map(([table, columns]) => tableSymbol(table, columns));
+  const globals = K.GlobalState.Default.WithDatabase(new S.DatabaseSymbol.ctor(scope === 'appInsights' ? 'appinsights' : 'workspace', tables));
+  globalsByScope.set(scope, globals);
   return globals;
 }
 
@@ -70,10 +82,10 @@ function selectorKey(node: Bridged): string | null {
   return inner.IsConstant && inner.ConstantValue != null ? String(inner.ConstantValue) : null;
 }
 
-/** Parses and analyses `query`; every diagnostic, and the dynamic keys it reads. */
-export function analyseKql(query: string): KqlAnalysis {
+/** Parses and analyses `query` where it runs; every diagnostic, and the dynamic keys it reads. */
+export function analyseKql(query: string, scope: KqlScope = 'appInsights'): KqlAnalysis {
   const K = kusto();
-  const code = K.KustoCode.ParseAndAnalyze(query, appInsightsGlobals());
+  const code = K.KustoCode.ParseAndAnalyze(query, globalsFor(scope));
   const diagnostics = ((globalThis as Bridged).Bridge.toArray(code.GetDiagnostics()) as Bridged[]).map((d) => {
     const line = { v: 0 };
     const column = { v: 0 };

@@ -492,11 +492,11 @@ describe('environments differ where they should', () => {
     expect(envValue('prod', 'maximumInstanceCount') as number).toBeGreaterThan(envValue('dev', 'maximumInstanceCount') as number);
   });
 
-  test('prod pages on-call through an action group; dev does not page', () => {
+  test('prod pages on-call through an action group, a placeholder until a person fills it in; dev does not page', () => {
     expect(envValue('prod', 'alertsEnabled')).toBe(true);
-    expect(envValue('prod', 'onCallActionGroupId')).toMatch(
-      /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Insights\/actionGroups\/[^/]+$/i,
-    );
+    // One line each, so that scripts/deploy.sh's refusal (it prints the lines) names the parameter.
+    const prod = readFileSync(join(INFRA, 'env', 'prod.parameters.json'), 'utf8');
+    for (const name of ['onCallActionGroupId', 'platformActionGroupId']) expect(prod).toContain(`"${name}": { "value": "REPLACE-WITH-`);
     expect(envValue('dev', 'alertsEnabled')).toBe(false);
   });
 
@@ -988,8 +988,13 @@ describe('the on-call workbook', () => {
     expect(at(body, 'properties.category')).toBe('workbook');
     expect(at(body, 'properties.version')).toBe('Notebook/1.0');
     expect(at(body, 'properties.serializedData')).toEqual(new Expr('content'));
-    expect(exprText(literalVar(workbookFile(), 'content'))).toBe("replace(loadTextContent('../workbook.json'), '__APPLICATION_INSIGHTS_ID__', appInsightsId)");
+    expect(exprText(literalVar(workbookFile(), 'content'))).toBe(
+      "replace(replace(loadTextContent('../workbook.json'), '__APPLICATION_INSIGHTS_ID__', appInsightsId), '__STORAGE_ACCOUNT_NAME__', storageAccountName)",
+    );
     expect(readFileSync(join(INFRA, 'workbook.json'), 'utf8')).toContain('__APPLICATION_INSIGHTS_ID__');
+    // On-call reads no resource group: the workbook names the account the runbook's table reads go to.
+    expect(mainModule('workbook').params.storageAccountName).toEqual(new Expr('storage.outputs.name'));
+    expect(json().items[0].content.json).toContain('--account-name __STORAGE_ACCOUNT_NAME__');
   });
 
   test("bound to the environment's Application Insights: its source and every query's resource", () => {
@@ -1062,6 +1067,184 @@ describe('the on-call workbook', () => {
     const byName = new Map(json().items.map((i) => [i.name, i]));
     expect(byName.get('invocation')?.conditionalVisibility).toEqual({ parameterName: 'RequestId', comparison: 'isNotEqualTo', value: '' });
     expect(byName.get('loan')?.conditionalVisibility).toEqual({ parameterName: 'LoanNumber', comparison: 'isNotEqualTo', value: '' });
+  });
+});
+
+// ----------------------------------------------------------------------------- on-call's access
+
+describe("on-call's access (issue #33): one Entra group per environment, granted what the runbook's steps need", () => {
+  /** Built-in role names by definition id (Microsoft's "Azure built-in roles": Monitor, Storage). */
+  const ROLES: Record<string, string> = {
+    'b279062a-9be3-42a0-92ae-8b3cf002ec4d': 'Workbook Reader',
+    '43d0d8ad-25c7-4714-9337-8ba259a9fe05': 'Monitoring Reader',
+    '73c42c96-874c-492b-b04d-ab87d138a893': 'Log Analytics Reader',
+    '76199698-9eea-4c19-bc75-cec21354c6b6': 'Storage Table Data Reader',
+    '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3': 'Storage Table Data Contributor',
+  };
+  const access = (): BicepFile => moduleFile('onCallAccess');
+
+  /** Each assignment as `role → scope type scope name`, checked to go to the group as a group. */
+  function grants(): string[] {
+    const f = access();
+    return f.resources
+      .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
+      .map((r) => {
+        const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
+        const roleVar = /roleDefinitions',\s*([A-Za-z_]\w*)\)$/.exec(exprText(at(r.body, 'properties.roleDefinitionId')))?.[1] ?? '';
+        const role = f.vars.has(roleVar) ? stringOf(literalVar(f, roleVar)) : roleVar;
+        expect({ symbol: r.symbol, principalId: at(r.body, 'properties.principalId'), principalType: at(r.body, 'properties.principalType') }).toEqual({
+          symbol: r.symbol,
+          principalId: new Expr('groupObjectId'),
+          principalType: 'Group',
+        });
+        // A stable name per group, role and scope: a redeployment finds the same assignment.
+        expect(exprText(r.body.name)).toBe(`guid(${exprText(r.body.scope)}.id, groupObjectId, ${roleVar})`);
+        return `${ROLES[role] ?? `unexpected role ${role}`} → ${scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`}`;
+      })
+      .sort();
+  }
+
+  test('exactly these roles at exactly these scopes: readers, and write on the Partners table only', () => {
+    expect(grants()).toEqual([
+      'Log Analytics Reader → Microsoft.OperationalInsights/workspaces workspaceName',
+      'Monitoring Reader → Microsoft.Insights/components appInsightsName',
+      'Monitoring Reader → Microsoft.Storage/storageAccounts storageAccountName',
+      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts storageAccountName',
+      'Workbook Reader → Microsoft.Insights/workbooks workbookName',
+    ]);
+  });
+
+  test("granted only when the environment names a group, on that environment's own resources", () => {
+    expect(mainFile().root.text).toContain("module onCallAccess 'modules/onCallAccess.bicep' = if (!empty(onCallGroupObjectId)) {");
+    expect(mainFile().params.get('onCallGroupObjectId')).toMatchObject({ type: 'string', hasDefault: true, defaultValue: '' });
+    expect(Object.fromEntries(Object.entries(mainModule('onCallAccess').params).map(([k, v]) => [k, exprText(v)]))).toEqual({
+      groupObjectId: 'onCallGroupObjectId',
+      storageAccountName: 'storage.outputs.name',
+      partnersTableName: 'partnersTableName',
+      workspaceName: 'monitoring.outputs.workspaceName',
+      appInsightsName: 'monitoring.outputs.appInsightsName',
+      workbookName: 'workbook.outputs.name',
+    });
+    // An object id is a GUID: a name or a mistyped id fails the deployment instead of granting nothing.
+    expect(access().params.get('groupObjectId')?.decorators).toMatchObject({ minLength: [36], maxLength: [36] });
+  });
+
+  test("dev grants no one; prod's group is a placeholder the deployment refuses until it is filled in (as onCallActionGroupId)", () => {
+    expect(envValue('dev', 'onCallGroupObjectId')).toBe('');
+    for (const name of ['onCallGroupObjectId', 'onCallActionGroupId', 'platformActionGroupId', 'escalationContact'])
+      expect({ name, value: envValue('prod', name) }).toEqual({ name, value: expect.stringContaining('REPLACE-WITH-') });
+    const deploy = readFileSync(join(ROOT, 'scripts', 'deploy.sh'), 'utf8');
+    expect(deploy).toContain(`if grep -q 'REPLACE-WITH' "$params"; then`);
+    expect(deploy).toContain('fill them in (docs/deploy.md)');
+  });
+
+  test('the deploying identity may assign these roles: its condition lists each', () => {
+    const assignable = literalVar(moduleFile('pipelineIdentities'), 'assignableRoles') as string[];
+    for (const id of Object.keys(ROLES)) expect({ role: ROLES[id], assignable: assignable.includes(id) }).toEqual({ role: ROLES[id], assignable: true });
+  });
+
+  test('every alert names whom to escalate to in its environment', () => {
+    expect(mainModule('alerts').params.escalationContact).toEqual(new Expr('escalationContact'));
+    expect(exprText(literalVar(moduleFile('alerts'), 'escalateTo'))).toBe(
+      "empty(escalationContact) ? 'see docs/runbook.md, Paged? Start here' : escalationContact",
+    );
+    const descriptions = moduleFile('alerts').root.text.match(/^\s+description: '.*'$/gm) ?? [];
+    expect(descriptions).toHaveLength(6);
+    for (const d of descriptions) expect(d).toContain('Escalate to: ${escalateTo}');
+  });
+});
+
+// ----------------------------------------------------------------------------- the telemetry budget
+
+describe('the ingestion budget warning (issue #32): a log alert on the workspace, to the platform team', () => {
+  const rule = () => resourceOf(moduleFile('ingestionBudget'), 'Microsoft.Insights/scheduledQueryRules').body;
+
+  test("a LogAlert rule scoped to the Log Analytics workspace, over the last day's billable Usage, evaluated hourly, severity 3", () => {
+    expect(rule().kind).toBe('LogAlert');
+    expect(at(rule(), 'properties.scopes')).toEqual([new Expr('workspaceId')]);
+    expect(mainModule('ingestionBudget').params.workspaceId).toEqual(new Expr('monitoring.outputs.workspaceId'));
+    expect([at(rule(), 'properties.severity'), at(rule(), 'properties.evaluationFrequency'), at(rule(), 'properties.windowSize')]).toEqual([3, 'PT1H', 'P1D']);
+    const [criterion] = at(rule(), 'properties.criteria.allOf') as ObjectValue[];
+    expect(exprText(criterion.query)).toBe(
+      "'Usage | where IsBillable | summarize billableGb = sum(Quantity) / 1000.0 | extend budgetPercent = 100.0 * billableGb / ${dailyBudgetGb}'",
+    );
+    expect([criterion.metricMeasureColumn, criterion.timeAggregation, criterion.operator, criterion.threshold]).toEqual([
+      'budgetPercent',
+      'Maximum',
+      'GreaterThan',
+      new Expr('warningPercent'),
+    ]);
+  });
+
+  test("it notifies the platform team's action group, not on-call's, and follows alertsEnabled", () => {
+    const params = mainModule('ingestionBudget').params;
+    expect([params.actionGroupId, params.enabled, params.dailyBudgetGb, params.warningPercent]).toEqual([
+      new Expr('platformActionGroupId'),
+      new Expr('alertsEnabled'),
+      new Expr('telemetryDailyBudgetGb'),
+      new Expr('telemetryBudgetWarningPercent'),
+    ]);
+    expect(exprText(at(rule(), 'properties.actions.actionGroups'))).toBe('empty(actionGroupId) ? [] : [\n        actionGroupId\n      ]');
+    expect(mainFile().params.get('platformActionGroupId')).toMatchObject({ type: 'string', defaultValue: '' });
+  });
+
+  test('no daily cap in prod (it would drop the events the alerts read); where a cap is set (dev), the warning comes before it', () => {
+    expect(envValue('prod', 'logDailyQuotaGb')).toBe(-1);
+    for (const env of ENVIRONMENTS) {
+      const budget = envValue(env, 'telemetryDailyBudgetGb') as number;
+      const percent = (envValue(env, 'telemetryBudgetWarningPercent') as number | undefined) ?? 80;
+      const cap = envValue(env, 'logDailyQuotaGb') as number;
+      expect({ env, budget: Number.isInteger(budget) && budget >= 1 }).toEqual({ env, budget: true });
+      if (cap > 0) expect({ env, warnsAtGb: (budget * percent) / 100 < cap }).toEqual({ env, warnsAtGb: true });
+    }
+    expect(mainFile().params.get('telemetryBudgetWarningPercent')?.defaultValue).toBe(80);
+  });
+});
+
+// ----------------------------------------------------------------------------- docs/deploy.md against the templates
+
+describe('docs/deploy.md names only outputs and fields that exist', () => {
+  const deployMd = () => readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+
+  test("the bootstrap's outputs it copies are the bootstrap's, into the fields scripts/target.sh reads", () => {
+    const lines = deployMd().split('\n');
+    const header = lines.findIndex((l) => /^\| Bootstrap output \| `infra\/env\/<env>\.pipeline\.json` field \|$/.test(l));
+    expect(header).toBeGreaterThan(0);
+    const rows = lines.slice(header + 2).filter((_, i, all) => all.slice(0, i + 1).every((l) => l.startsWith('|')));
+    const pairs = rows.map((r) =>
+      r
+        .split('|')
+        .slice(1, 3)
+        .map((c) => /`(\w+)`/.exec(c)?.[1] ?? c.trim()),
+    );
+    const outputs = file(BOOTSTRAP).outputs;
+    expect(pairs.filter(([output]) => !outputs.has(output)).map(([output]) => output)).toEqual([]);
+    const targetFields = /const names = \[([^\]]*)\]/.exec(readFileSync(join(ROOT, 'scripts', 'target.sh'), 'utf8'))?.[1].match(/\w+/g) ?? [];
+    expect(pairs.map(([, field]) => field).sort()).toEqual([...targetFields].sort());
+    expect(pairs).toContainEqual(['resourceGroupName', 'resourceGroup']);
+    for (const env of ENVIRONMENTS) {
+      const pipeline = JSON.parse(readFileSync(join(INFRA, 'env', `${env}.pipeline.json`), 'utf8')) as Record<string, unknown>;
+      expect(
+        Object.keys(pipeline)
+          .filter((k) => k !== '$comment')
+          .sort(),
+      ).toEqual([...targetFields, 'githubRepository'].sort());
+    }
+  });
+
+  test("every deployment output and parameter it names in code is main.bicep's", () => {
+    const text = deployMd();
+    const outputs = [...text.matchAll(/deployment's (?:output|`partnerRows` output) `?(\w+)`?|output `(\w+)`/g)].map((m) => m[1] ?? m[2]);
+    expect(outputs.filter((o) => !mainFile().outputs.has(o))).toEqual([]);
+    const parameterRows = text
+      .slice(text.indexOf('## Parameters'))
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .flatMap((l) => [...l.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));
+    expect(parameterRows.length).toBeGreaterThan(40);
+    expect(parameterRows.filter((p) => !mainFile().params.has(p))).toEqual([]);
+    expect([...mainFile().params.keys()].filter((p) => !parameterRows.includes(p))).toEqual([]);
   });
 });
 
@@ -1340,11 +1523,11 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     for (const symbol of ['deployFromEnvironment', 'planFromPullRequests']) expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
   });
 
-  test('the deploying identity may assign only the data roles infra/ assigns to the app; the plan identity writes nothing', () => {
+  test('the deploying identity may assign only the roles infra/ assigns (the app, the deployer, the on-call group); the plan identity writes nothing', () => {
     const assigned = [
       ...new Set(
         [...files.values()]
-          .filter((f) => [join(INFRA, 'modules', 'roleAssignments.bicep'), join(INFRA, 'modules', 'partnersWriter.bicep')].includes(f.path))
+          .filter((f) => ['roleAssignments', 'partnersWriter', 'onCallAccess'].map((m) => join(INFRA, 'modules', `${m}.bicep`)).includes(f.path))
           .flatMap((f) => [...f.vars.entries()].filter(([, node]) => /^'[0-9a-f-]{36}'$/.test(node.text)).map(([name]) => stringOf(literalVar(f, name)))),
       ),
     ].sort();
@@ -1536,8 +1719,13 @@ const azureTypes = (): AzureTypes[] =>
   readdirSync(AZURE_TYPES_DIR)
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(AZURE_TYPES_DIR, f), 'utf8')) as AzureTypes);
-/** Resource types whose every declaration is checked against the published types (the network, and what issue #34 changes). */
-const CHECKED_TYPE = /^Microsoft\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$/;
+/**
+ * Resource types whose every declaration is checked against the published types: the network and what
+ * issue #34 changes, every role assignment (on-call's, issue #33) and every log alert rule (the ingestion
+ * budget's, issue #32).
+ */
+const CHECKED_TYPE =
+  /^Microsoft\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$|^Microsoft\.Authorization\/roleAssignments$|^Microsoft\.Insights\/scheduledQueryRules$/;
 /** Bicep keywords of a resource body, not properties of the type. */
 const BICEP_KEYWORDS = ['parent', 'scope', 'dependsOn'];
 
@@ -1558,12 +1746,12 @@ describe('network isolation and zones (issue #34): published Azure types and the
     for (const t of azureTypes()) {
       expect(t.source.repository).toBe('Azure/bicep-types-az');
       expect(t.source.commit).toMatch(/^[0-9a-f]{40}$/);
-      expect(t.source.path).toMatch(/^generated\/[a-z]+\/microsoft\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
+      expect(t.source.path).toMatch(/^generated\/[a-z0-9_]+\/microsoft\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
       for (const [name, ref] of Object.entries(t.resources)) expect({ name, type: typeIn(t.types, ref).$type }).toEqual({ name, type: 'ResourceType' });
     }
   });
 
-  test('every network, storage account, plan and site resource is a published type of its API version and sets only published, writable properties', () => {
+  test('every network, storage account, plan, site, role assignment and log alert rule is a published type of its API version and sets only published, writable properties', () => {
     const all = checked();
     expect(all.map(({ resource }) => resource.type)).toEqual(
       expect.arrayContaining([
@@ -1575,6 +1763,8 @@ describe('network isolation and zones (issue #34): published Azure types and the
         'Microsoft.Storage/storageAccounts',
         'Microsoft.Web/serverfarms',
         'Microsoft.Web/sites',
+        'Microsoft.Authorization/roleAssignments',
+        'Microsoft.Insights/scheduledQueryRules',
       ]),
     );
     const problems = all.flatMap(({ file: f, resource }) =>
