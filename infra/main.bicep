@@ -74,17 +74,23 @@ param blobSoftDeleteDays int = 7
 @description('true: the storage account answers only on private endpoints in the environment\'s virtual network, and the app reaches it through its subnet; false: public endpoints (Microsoft Entra authentication still required).')
 param networkIsolated bool
 
-@description('Isolated only: true (phase 1) keeps the storage account\'s public network access on while the network, the endpoints and the app\'s subnet are introduced; false (phase 2, a separate deployment) closes it to the private endpoints. No environment closes it yet: docs/deploy.md, "Network isolation".')
+@description('Isolated only: true (phase 1) keeps the storage account\'s public network access on while the network, the endpoints and the app\'s subnet are introduced; false (phase 2, a separate deployment) closes it to the private endpoints, after which only the app and the private-networked runners write the tables: docs/deploy.md, "Network isolation".')
 param storagePublicAccess bool = true
 
 @description('Address space of the environment\'s virtual network (isolated only); it must not overlap a network it is peered with.')
 param vnetAddressPrefix string = '10.40.0.0/23'
 
-@description('Subnet of the function app, delegated to Microsoft.App/environments: /24 leaves room for maximumInstanceCount.')
-param appSubnetPrefix string = '10.40.0.0/24'
+@description('Subnet of the function app, delegated to Microsoft.App/environments: Microsoft recommends /27 for one Flex Consumption app at any scale; /26 leaves room. Fixed once the app is integrated with it.')
+param appSubnetPrefix string = '10.40.0.0/26'
 
 @description('Subnet of the private endpoints.')
 param endpointSubnetPrefix string = '10.40.1.0/27'
+
+@description('Subnet of the pipeline\'s private-networked GitHub-hosted runners (one deploy job at a time per environment; /28 is 11 usable addresses).')
+param runnerSubnetPrefix string = '10.40.0.64/28'
+
+@description('Isolated only: the database id of the GitHub organization (or enterprise) whose runner group deploys this environment from inside its network (GitHub.Network/networkSettings.businessId); empty: no runner network settings.')
+param githubBusinessId string = ''
 
 @description('Table private endpoints for other systems\' networks (the loan-servicing system): [{ name, location, subnetId, privateDnsZoneId }] (docs/deploy.md, "Who reaches the tables").')
 param externalTableEndpoints array = []
@@ -344,6 +350,8 @@ module network 'modules/network.bicep' = if (networkIsolated) {
     addressPrefix: vnetAddressPrefix
     appSubnetPrefix: appSubnetPrefix
     endpointSubnetPrefix: endpointSubnetPrefix
+    runnerSubnetPrefix: runnerSubnetPrefix
+    githubBusinessId: githubBusinessId
     storageServices: storageServices
   }
 }
@@ -514,11 +522,14 @@ output functionAppUrl string = 'https://${functionApp.outputs.defaultHostName}'
 @description('Storage account holding the tables (Partners rows are added here).')
 output storageAccountName string = storage.outputs.name
 
-@description('true: the storage account answers only on private endpoints; scripts/deploy.sh opens a temporary rule for its own address to write the Partners rows.')
+@description('true: the app reaches storage through its subnet and the private endpoints.')
 output networkIsolated bool = networkIsolated
 
-@description('The storage account answers on its private endpoints only (isolated and storagePublicAccess false): the Partners step then needs its temporary rule.')
+@description('The storage account answers on its private endpoints only (isolated and storagePublicAccess false): the Partners step then runs on the environment\'s private-networked runners.')
 output storageClosed bool = networkIsolated && !storagePublicAccess
+
+@description('Isolated with githubBusinessId: the runners\' GitHub.Network/networkSettings, whose GitHubId tag GitHub\'s network configuration takes (docs/deploy.md).')
+output runnerNetworkSettingsName string = networkIsolated ? network.outputs.runnerNetworkSettingsName : ''
 
 @description('The Partners table (the deployment writes its rows).')
 output partnersTableName string = partnersTableName

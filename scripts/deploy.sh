@@ -10,14 +10,18 @@
 #             400 only the deployed tenant, audience, Partners row and tables give (scripts/smokeCheck.cjs)
 #
 # Usage: scripts/deploy.sh <dev|prod> [--what-if | --infra-only | --code-only | --step <name> ...]
-#                          [--package <zip>] [--plan] [--yes] | --close-storage
+#                          [--package <zip>] [--plan] [--yes]
 #   (no mode)     every step; after the what-if a person is asked to confirm (--yes: not asked)
 #   --what-if     the preview only        --infra-only  what-if, infra, partners
 #   --code-only   code, smoke             --step <name> exactly the steps named, in the order above
 #   --package     deploy this zip instead of building one (the pipeline's artifact, or a rollback)
 #   --plan        what-if with read permissions only (--validation-level ProviderNoRbac): pull requests
-#   --close-storage  closed storage only: public access off and every IP rule removed (idempotent; the
-#                 pipeline runs it after the partners step whatever happened)
+#
+# Closed storage (networkIsolated, storagePublicAccess false) answers only inside the environment's
+# network: the partners step then works only there, as the pipeline runs it (its deploy job on the
+# environment's private-networked runner group, privateRunnerGroup of infra/env/<env>.pipeline.json).
+# The first deployment that closes storage must follow one that isolated the environment with storage
+# still public (phase 1, docs/deploy.md, "Network isolation"); an earlier state is refused.
 #
 # Needs the Azure CLI signed in (az login, or azure/login in the pipeline) with the subscription
 # selected, and Node.js/npm when it builds the package. Environment:
@@ -27,13 +31,10 @@
 #   PARTNER_WRITER_PRINCIPAL_ID  object id that may write the Partners table (default: whoever is signed in)
 #   SMOKE_CLIENT_ID              client id of the smoke identity (default: the environment's deploying
 #                                identity, deployClientId of infra/env/<env>.pipeline.json)
-#   DEPLOY_CLIENT_IP             this machine's public IPv4 address, for the partners step's temporary
-#                                storage rule when storage is closed (storageClosed) (default: asked of
-#                                https://api.ipify.org); STORAGE_RULE_WAIT_SECONDS between write attempts (10)
 set -euo pipefail
 
 usage() {
-  sed -n '/^# Usage:/,/^#   --close-storage/p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '/^# Usage:/,/^#   --plan/p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -47,7 +48,6 @@ package=""
 plan=false
 yes=false
 mode_given=false
-close_only=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --what-if) steps+=(what-if) mode_given=true ;;
@@ -70,7 +70,6 @@ while [ $# -gt 0 ]; do
       ;;
     --plan) plan=true ;;
     --yes) yes=true ;;
-    --close-storage) close_only=true mode_given=true ;;
     *) usage ;;
   esac
   shift
@@ -113,6 +112,26 @@ if runs what-if || runs infra; then
   writer_args=(--parameters "partnerWriterPrincipalId=${writer}" "partnerWriterPrincipalType=${writer_type}")
   [ -z "$smoke_client" ] || writer_args+=("smokeClientAppId=${smoke_client}")
 fi
+# Closing storage before the environment's network exists would cut off every caller at once, the app
+# included (docs/deploy.md, "Network isolation": phase 1, then phase 2): refused unless the last successful
+# deployment already isolated the environment.
+if runs infra && node -e 'const p = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).parameters;
+  const v = (n, d) => (p[n] === undefined ? d : p[n].value);
+  process.exit(v("networkIsolated", false) && !v("storagePublicAccess", true) ? 0 : 1);' "$params"; then
+  isolated="$(az deployment group list --resource-group "$group" \
+    --query "[?starts_with(name, 'drawreq-${env}-') && properties.provisioningState=='Succeeded'] | sort_by(@, &properties.timestamp) | [-1].properties.outputs.networkIsolated.value" \
+    --output tsv 2>/dev/null || true)"
+  case "$isolated" in
+    true | True) ;;
+    *)
+      echo "refused, nothing deployed: $params closes storage (storagePublicAccess false), but the last successful deployment of ${env}" >&2
+      echo "  did not isolate it (networkIsolated ${isolated:-unknown: none found}). Deploy phase 1 first: networkIsolated true with" >&2
+      echo "  storagePublicAccess true, then close it (docs/deploy.md, \"Moving an environment to isolation\")." >&2
+      exit 1
+      ;;
+  esac
+fi
+
 # ${a[@]+"${a[@]}"}: an empty array expands to nothing under set -u, also in bash 3.2 (macOS).
 template_args=(--resource-group "$group" --template-file infra/main.bicep --parameters "@${params}" ${writer_args[@]+"${writer_args[@]}"})
 
@@ -154,108 +173,28 @@ output() {
   fi
 }
 
-# A closed environment's storage (networkIsolated and storagePublicAccess false: output storageClosed)
-# answers only on its private endpoints, and this machine (a GitHub-hosted runner, a person's) is outside
-# the network. For the Partners rows alone, a rule admits this machine's public address: opened just
-# before the writes, closed right after them, also when they fail (trap, and the pipeline's
-# --close-storage step). The rows still need the Partners role (Microsoft Entra ID; no key exists).
-# LIMITATION (why no environment is closed yet, docs/deploy.md, "Network isolation"): Azure Storage IP
-# network rules have no effect on requests that originate from the same Azure region as the storage
-# account, and GitHub-hosted runners are Azure virtual machines: in that region the rule never admits them.
-rule_account=""
-rule_ip=""
-rule_added=false
-public_opened=false
-close_storage() {
-  [ -n "$rule_account" ] || return 0
-  if [ "$rule_added" != true ] && [ "$public_opened" != true ]; then
-    rule_account=""
-    return 0
-  fi
-  local public_left=false rule_left=false
-  if [ "$public_opened" = true ]; then
-    az storage account update --resource-group "$group" --name "$rule_account" --public-network-access Disabled --output none || public_left=true
-  fi
-  if [ "$rule_added" = true ]; then
-    az storage account network-rule remove --resource-group "$group" --account-name "$rule_account" --ip-address "$rule_ip" --output none || rule_left=true
-  fi
-  if [ "$public_left" = true ]; then
-    echo "STORAGE LEFT OPEN to ${rule_ip}: run scripts/deploy.sh <env> --close-storage, or the infra step" >&2
-    return 1
-  fi
-  if [ "$rule_left" = true ]; then
-    echo "public network access Disabled, but the rule for ${rule_ip} remains: run scripts/deploy.sh <env> --close-storage, or the infra step" >&2
-    return 1
-  fi
-  echo "storage closed again: public network access Disabled, no rule"
-  rule_account=""
-}
-open_storage() {
-  rule_ip="${DEPLOY_CLIENT_IP:-$(curl -fsS --max-time 10 https://api.ipify.org || true)}"
-  if ! [[ "$rule_ip" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]]; then
-    echo "no public IPv4 address of this machine (got '${rule_ip}'): set DEPLOY_CLIENT_IP" >&2
-    exit 1
-  fi
-  rule_account="$1"
-  trap 'close_storage || exit 1' EXIT
-  az storage account network-rule add --resource-group "$group" --account-name "$rule_account" --ip-address "$rule_ip" --output none
-  rule_added=true
-  public_opened=true
-  az storage account update --resource-group "$group" --name "$rule_account" --public-network-access Enabled --default-action Deny --output none
-  echo "storage open to ${rule_ip} only, for the Partners rows"
-}
-
-if [ "$close_only" = true ]; then
-  account="$(output storageAccountName)"
-  case "$(output storageClosed)" in
-    true | True) ;;
-    *)
-      echo "storage not closed by the deployment (storageClosed false): nothing to close"
-      exit 0
-      ;;
-  esac
-  az storage account update --resource-group "$group" --name "$account" --public-network-access Disabled --output none
-  for ip in $(az storage account network-rule list --resource-group "$group" --account-name "$account" --query "ipRules[].ipAddressOrRange" --output tsv); do
-    az storage account network-rule remove --resource-group "$group" --account-name "$account" --ip-address "$ip" --output none
-  done
-  echo "storage closed: public network access Disabled, no IP rule"
-  exit 0
-fi
-
 if runs partners; then
   account="$(output storageAccountName)"
   table="$(output partnersTableName)"
   # to_string: the CLI's tsv writes booleans as True/False; the table wants true/false.
   rows="$(output partnerRows "[].[clientId, partnerId, to_string(active)]")"
-  closed="$(output storageClosed)"
-  case "$closed" in true | True) open_storage "$account" ;; esac
   count=0
   while IFS=$'\t' read -r client partner active; do
     [ -n "$client" ] || continue
-    # A new rule takes effect within moments to a minute or two: the first writes may be refused meanwhile.
-    for attempt in 1 2 3 4 5 6; do
-      if az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
-        --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none; then
-        break
-      fi
-      if [ -z "$rule_account" ]; then
-        echo "Partners row of ${partner} not written" >&2
-        exit 1
-      fi
-      if [ "$attempt" -eq 6 ]; then
-        echo "Partners row of ${partner} not written: the temporary rule for ${rule_ip} did not take effect after 6 attempts." >&2
-        echo "  Azure Storage IP network rules have no effect on requests that originate from the same Azure region" >&2
-        echo "  as the storage account (Microsoft Learn, Azure Storage firewall limitations); a GitHub-hosted runner" >&2
-        echo "  or Cloud Shell in that region is such a request. Write from inside the network (docs/deploy.md, \"Network isolation\")." >&2
-        exit 1
-      fi
-      sleep "${STORAGE_RULE_WAIT_SECONDS:-10}"
-    done
+    if ! az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
+      --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none; then
+      echo "Partners row of ${partner} not written" >&2
+      case "$(output storageClosed)" in
+        true | True)
+          echo "  ${account} is closed to its private endpoints: the rows are written from inside the environment's network," >&2
+          echo "  as the pipeline's deploy job does on its runner group (privateRunnerGroup of infra/env/${env}.pipeline.json)." >&2
+          ;;
+      esac
+      exit 1
+    fi
     count=$((count + 1))
   done <<<"$rows"
   echo "partners written: $count"
-  close_storage
-  trap - EXIT
 fi
 
 if runs code || runs smoke; then

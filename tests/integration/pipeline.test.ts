@@ -40,6 +40,13 @@ const REPOSITORY: GitHubRepository = { owner: 'octo-org', ownerId: '123', name: 
 const FULL_NAME = `${REPOSITORY.owner}/${REPOSITORY.name}`;
 /** deploy.yml as GitHub's REST API gives it (GET /repos/{owner}/{repo}/actions/workflows/deploy.yml). */
 const DEPLOY_WORKFLOW = { id: 161335, name: 'deploy', path: '.github/workflows/deploy.yml', state: 'active' };
+/** prod's runner group (infra/env/prod.pipeline.json), whose runners GitHub places in prod's network, and that network. */
+const PROD_RUNNER_GROUP = (JSON.parse(readFileSync(join(ROOT, 'infra', 'env', 'prod.pipeline.json'), 'utf8')) as { privateRunnerGroup: string })
+  .privateRunnerGroup;
+const PROD_NETWORK = 'vnet-drawreq-prod';
+/** Where GitHub runs a job of this runs-on: prod's runner group inside prod's network (its network configuration), anything else outside. */
+const runnerEnv = (runsOn: unknown): Record<string, string> =>
+  typeof runsOn === 'object' && runsOn !== null && (runsOn as { group?: string }).group === PROD_RUNNER_GROUP ? { AZ_CALLER_NETWORK: PROD_NETWORK } : {};
 /** The loan docs/contract.md §4.5 reserves for the smoke check, and its partner. */
 const SMOKE_LOAN = 9007199254740991;
 const SMOKE_PARTNER = 'DEPLOY-SMOKE-CHECK';
@@ -164,6 +171,7 @@ function workspace(): Setup {
       subscriptionId: '11111111-2222-4333-8444-555555555555',
       resourceGroup: `rg-drawreq-${env}`,
       ...TARGETS[env],
+      privateRunnerGroup: env === 'prod' ? PROD_RUNNER_GROUP : '',
     };
     writeFileSync(join(ws, 'infra', 'env', `${env}.pipeline.json`), JSON.stringify(target));
     const parametersFile = join(ws, 'infra', 'env', `${env}.parameters.json`);
@@ -176,6 +184,7 @@ function workspace(): Setup {
         onCallGroupObjectId: { value: '6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d' },
         escalationContact: { value: 'Platform team, #drawreq-platform' },
         platformActionGroupId: { value: '/subscriptions/s/resourceGroups/g/providers/Microsoft.Insights/actionGroups/platform' },
+        githubBusinessId: { value: '98765432' },
       });
     writeFileSync(parametersFile, JSON.stringify(parameters));
   }
@@ -198,6 +207,30 @@ function workspace(): Setup {
   writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {} }));
   writeFileSync(appConfig, JSON.stringify(appSettings(state)));
   rmSync(appLog, { force: true });
+  // prod as it stands after phase 1 of docs/deploy.md's migration (isolated, storage still public), which
+  // its parameters file, closing storage, must follow: deployed by the stand-in itself, then its log removed.
+  const phase1 = join(dir, 'prod-phase1.parameters.json');
+  const prod = JSON.parse(readFileSync(join(ws, 'infra', 'env', 'prod.parameters.json'), 'utf8')) as { parameters: Record<string, { value: unknown }> };
+  prod.parameters.storagePublicAccess = { value: true };
+  writeFileSync(phase1, JSON.stringify(prod));
+  const seeded = spawnSync(
+    join(bin, 'az'),
+    [
+      'deployment',
+      'group',
+      'create',
+      '--name',
+      'drawreq-prod-20261101000000',
+      '--resource-group',
+      'rg-drawreq-prod',
+      '--template-file',
+      'infra/main.bicep',
+      '--parameters',
+      `@${phase1}`,
+    ],
+    { cwd: ws, env: { ...process.env, AZ_STATE: state, AZ_LOG: join(dir, 'seed.log') }, encoding: 'utf8' },
+  );
+  if (seeded.status !== 0) throw new Error(seeded.stderr);
   return {
     workspace: ws,
     zipSha: createHash('sha256').update(zip).digest('hex'),
@@ -284,9 +317,6 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
   SMOKE_RETRY_SECONDS: '0',
   SMOKE_ATTEMPTS: '3',
   DEPLOY_RETRY_SECONDS: '0',
-  // The runner's public address, for the partners step's temporary storage rule (when a test closes storage).
-  DEPLOY_CLIENT_IP: '203.0.113.7',
-  STORAGE_RULE_WAIT_SECONDS: '0',
 });
 
 /** Runs deploy.yml for `event`; GitHub knows the run (in progress, then its conclusion) as the provenance check reads it. */
@@ -312,6 +342,7 @@ function run(
       // The build's npm steps (.ci/run, npm run package) are proven by CI itself.
       skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
       repository: oidc.repository ?? REPOSITORY,
+      runner: runnerEnv,
       login: (clientId, token) => {
         exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
         oidc.tokens?.push([clientId, token.sub]);
@@ -381,14 +412,15 @@ describe('a push to main', () => {
       [false, null],
       [true, 'deployment-smoke-check'],
     ]);
-    // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build).
-    // Seven deploy steps: the Partners step's storage closed again (always; nothing to do here, storage is public).
+    // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build),
+    // then chose its runner: dev (open) a GitHub-hosted one, prod (storage closed) its runner group, inside its network.
     expect(record.steps.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
-      ...Array<string>(3).fill('deploy-dev > provenance'),
-      ...Array<string>(7).fill('deploy-dev > deploy'),
-      ...Array<string>(3).fill('deploy-prod > provenance'),
-      ...Array<string>(7).fill('deploy-prod > deploy'),
+      ...Array<string>(4).fill('deploy-dev > provenance'),
+      ...Array<string>(6).fill('deploy-dev > deploy'),
+      ...Array<string>(4).fill('deploy-prod > provenance'),
+      ...Array<string>(6).fill('deploy-prod > deploy'),
     ]);
+    expect([record.runners['deploy-dev > deploy'], record.runners['deploy-prod > deploy']]).toEqual(['ubuntu-24.04', { group: PROD_RUNNER_GROUP }]);
     expect(record.steps.filter((s) => s.endsWith('provenance: dispatched from main'))).toHaveLength(2);
     expect(Object.entries(record.summaries).map(([job, text]) => [job, text.split('\n')[0]])).toEqual([
       ['deploy-dev > deploy', '### What-if: dev (rg-drawreq-dev)'],
@@ -657,21 +689,21 @@ describe('scripts/deploy.sh by hand', () => {
   test('--what-if previews only; --code-only deploys the given package to the last deployment and smoke-checks it', () => {
     const setup = workspace();
     signIn(setup.state, 'deployer', 'servicePrincipal');
-    expect(deploy(setup, ['prod', '--what-if']).status).toBe(0);
+    expect(deploy(setup, ['dev', '--what-if']).status).toBe(0);
     expect(
       calls(setup.log)
         .filter((c) => !isCall(c, 'account'))
         .map(verb),
     ).toEqual(['ad sp show', 'deployment group what-if']);
     rmSync(setup.log);
-    expect(deploy(setup, ['prod', '--infra-only', '--yes']).status).toBe(0);
+    expect(deploy(setup, ['dev', '--infra-only', '--yes']).status).toBe(0);
     rmSync(setup.log);
     const zip = join(setup.workspace, 'dist', 'draw-request-service.zip');
-    const result = deploy(setup, ['prod', '--code-only', '--package', zip]);
+    const result = deploy(setup, ['dev', '--code-only', '--package', zip]);
     expect(result.status).toBe(0);
     const log = calls(setup.log).filter((c) => !isCall(c, 'account'));
     expect(log.map(verb)).toEqual(['deployment group list', 'deployment group list', 'functionapp deploy']);
-    expect(after(log[2], '--name')).toBe('func-drawreq-prod-abc123');
+    expect(after(log[2], '--name')).toBe('func-drawreq-dev-abc123');
   });
 
   test('refuses what it cannot do, before any Azure call: unknown options, a missing package, placeholders left', () => {
@@ -694,7 +726,7 @@ describe('scripts/deploy.sh by hand', () => {
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain('infra/env/prod.parameters.json still has placeholders; fill them in (docs/deploy.md) and commit:');
     const named = [...refused.stderr.matchAll(/^\d+:\s+"(\w+)"/gm)].map((m) => m[1]);
-    expect(named.sort()).toEqual(['escalationContact', 'onCallActionGroupId', 'onCallGroupObjectId', 'platformActionGroupId']);
+    expect(named.sort()).toEqual(['escalationContact', 'githubBusinessId', 'onCallActionGroupId', 'onCallGroupObjectId', 'platformActionGroupId']);
     const checklist = /^## What a person does\n([^]*?)^## /m.exec(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'))?.[1] ?? '';
     for (const name of named) expect({ name, inChecklist: checklist.includes(`\`${name}\``) }).toEqual({ name, inChecklist: true });
     expect(() => calls(setup.log)).toThrow(); // no Azure call was made
@@ -1017,151 +1049,108 @@ describe("sign-in: each job presents the token GitHub gives it, and only its own
   });
 });
 
-describe('closed storage: the partners step admits its own address for the rows only, and closes again', () => {
+describe("closed storage: only the app and the environment's runners inside its network write the tables", () => {
   const deploy = (setup: Setup, args: string[], env: Record<string, string> = {}) =>
     spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), ...args], { env: { ...standInEnv(setup), ...env }, encoding: 'utf8', input: '' });
   const network = (setup: Setup, account: string) => (JSON.parse(readFileSync(setup.state, 'utf8')) as { storage: Record<string, unknown> }).storage[account];
-  const storageCalls = (setup: Setup) =>
-    calls(setup.log)
-      .filter((c) => isCall(c, 'storage'))
-      .map((c) =>
-        [verb(c), ...['--ip-address', '--public-network-access', '--default-action'].filter((o) => c.args.includes(o)).map((o) => after(c, o))].join(' '),
-      );
-  /** Phase 2 of docs/deploy.md's migration, which no environment file sets yet: isolated and storage closed. */
-  const close = (setup: Setup, env: string, values: Record<string, unknown> = { networkIsolated: true, storagePublicAccess: false }) => {
+  const rows = (setup: Setup, account: string) =>
+    Object.keys((JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, object> }).tables?.[`${account}/Partners`] ?? {});
+  const setParameters = (setup: Setup, env: string, values: Record<string, unknown>) => {
     const parametersFile = join(setup.workspace, 'infra', 'env', `${env}.parameters.json`);
     const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: Record<string, { value: unknown }> };
     for (const [name, value] of Object.entries(values)) parameters.parameters[name] = { value };
     writeFileSync(parametersFile, JSON.stringify(parameters));
   };
+  const setRunnerGroup = (setup: Setup, env: string, group: string) => {
+    const file = join(setup.workspace, 'infra', 'env', `${env}.pipeline.json`);
+    writeFileSync(file, JSON.stringify({ ...(JSON.parse(readFileSync(file, 'utf8')) as object), privateRunnerGroup: group }));
+  };
 
-  test('one /32 rule for this machine, public access on with Deny only while the rows are written, then off and the rule gone', () => {
+  test("prod's parameters close its storage: its deploy job runs on its runner group, inside its network, writes the Partners rows through the private endpoint and deploys the code; nothing is opened", () => {
+    const setup = workspace();
+    const record = run('push', setup, '960');
+    expect(record.runners['deploy-prod > deploy']).toEqual({ group: PROD_RUNNER_GROUP });
+    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', privateNetwork: PROD_NETWORK });
+    expect(rows(setup, 'stdrawreqprodabc123')).toEqual([PARTNERS.prod[0].clientAppId, TARGETS.prod.deployClientId]);
+    // No rule, no public window: the account's network settings are the deployment's alone.
+    expect(calls(setup.log).filter((c) => isCall(c, 'storage', 'account'))).toEqual([]);
+    // The code deployment needs nothing of the network: it goes to the app's own deployment endpoint.
+    expect(calls(setup.log).filter((c) => isCall(c, 'functionapp', 'deploy') && groupOf(c) === 'rg-drawreq-prod')).toHaveLength(1);
+  });
+
+  test('from outside the network (a GitHub-hosted runner, a laptop) the closed account refuses the rows: the step fails, naming where they are written from', () => {
     const setup = workspace();
     signIn(setup.state, 'deployer', 'servicePrincipal');
-    close(setup, 'prod');
     const result = deploy(setup, ['prod', '--infra-only', '--yes']);
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    expect(storageCalls(setup)).toEqual([
-      'storage account network-rule add 203.0.113.7',
-      'storage account update Enabled Deny',
-      'storage entity insert',
-      'storage entity insert',
-      'storage account update Disabled',
-      'storage account network-rule remove 203.0.113.7',
-    ]);
-    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
-    expect(result.stdout).toContain('storage closed again: public network access Disabled, no rule');
-  });
-
-  test("the rule never takes effect (a runner in the account's region): retried, then the step fails naming Azure Storage's same-region limitation, and the account is closed all the same", () => {
-    const setup = workspace();
-    signIn(setup.state, 'deployer', 'servicePrincipal');
-    close(setup, 'prod');
-    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOY_CLIENT_IP: '198.51.100.9', AZ_CALLER_IP: '203.0.113.7' });
     expect(result.status).toBe(1);
-    expect(result.stderr).toContain('Partners row of PARTNER-001 not written: the temporary rule for 198.51.100.9 did not take effect after 6 attempts');
-    expect(result.stderr).toContain('have no effect on requests that originate from the same Azure region');
-    expect(result.stderr).not.toContain('STORAGE LEFT OPEN');
-    expect(storageCalls(setup)).toEqual([
-      'storage account network-rule add 198.51.100.9',
-      'storage account update Enabled Deny',
-      ...Array<string>(6).fill('storage entity insert'),
-      'storage account update Disabled',
-      'storage account network-rule remove 198.51.100.9',
-    ]);
-    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+    expect(result.stderr).toContain('Partners row of PARTNER-001 not written');
+    expect(result.stderr).toContain('AuthorizationFailure');
+    expect(result.stderr).toContain("the rows are written from inside the environment's network");
+    expect(result.stderr).toContain('privateRunnerGroup of infra/env/prod.pipeline.json');
+    expect(
+      calls(setup.log)
+        .filter((c) => isCall(c, 'storage'))
+        .map(verb),
+    ).toEqual(['storage entity insert']);
+    // From inside it (a runner of the group), the same step writes them.
+    expect(deploy(setup, ['prod', '--step', 'partners'], { AZ_CALLER_NETWORK: PROD_NETWORK }).status).toBe(0);
+    expect(rows(setup, 'stdrawreqprodabc123')).toEqual([PARTNERS.prod[0].clientAppId, TARGETS.prod.deployClientId]);
   });
 
-  test('without the rule the closed account refuses the writes; isolated in phase 1 (storage public) or not isolated, nothing is opened', () => {
-    const setup = workspace();
-    signIn(setup.state, 'deployer', 'servicePrincipal');
-    close(setup, 'dev');
-    expect(deploy(setup, ['dev', '--infra-only', '--yes']).status).toBe(0);
-    rmSync(setup.log);
-    // The stand-in refuses the data plane to an address no rule admits, as Azure Storage does.
-    const refused = spawnSync(
-      'az',
-      ['storage', 'entity', 'insert', '--account-name', 'stdrawreqdevabc123', '--table-name', 'Partners', '--entity', 'PartitionKey=x'],
-      {
-        env: standInEnv(setup),
-        encoding: 'utf8',
-      },
-    );
-    expect([refused.status, refused.stderr]).toEqual([1, expect.stringContaining('AuthorizationFailure')]);
+  test('in phase 1 (isolated, storage public) and not isolated, the rows are written from anywhere', () => {
     for (const [name, values] of [
       ['phase1', { networkIsolated: true, storagePublicAccess: true }],
       ['public', { networkIsolated: false, storagePublicAccess: true }],
     ] as const) {
-      close(setup, 'dev', values);
-      rmSync(setup.log);
-      expect(deploy(setup, ['dev', '--infra-only', '--yes'], { DEPLOYMENT_NAME: `drawreq-dev-${name}` }).status).toBe(0);
-      expect(storageCalls(setup)).toEqual(['storage entity insert', 'storage entity insert', 'storage entity insert']);
+      const setup = workspace();
+      signIn(setup.state, 'deployer', 'servicePrincipal');
+      setParameters(setup, 'dev', values);
+      const result = deploy(setup, ['dev', '--infra-only', '--yes']);
+      expect({ name, status: result.status, stderr: result.stderr }).toEqual({ name, status: 0, stderr: '' });
+      expect(
+        calls(setup.log)
+          .filter((c) => isCall(c, 'storage'))
+          .map(verb),
+      ).toEqual(Array<string>(3).fill('storage entity insert'));
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  test('no public IPv4 address of this machine: refused before the account is touched', () => {
+  test('closing storage before phase 1 (no isolated deployment before it) is refused before the what-if: nothing is deployed', () => {
     const setup = workspace();
     signIn(setup.state, 'deployer', 'servicePrincipal');
-    close(setup, 'prod');
-    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOY_CLIENT_IP: 'not-an-address' });
-    expect(result.status).toBe(1);
-    expect(result.stderr).toContain('set DEPLOY_CLIENT_IP');
-    expect(storageCalls(setup)).toEqual([]);
-  });
-
-  test('the rule cannot be added: nothing was opened, so nothing is claimed left open', () => {
-    const setup = workspace();
-    signIn(setup.state, 'deployer', 'servicePrincipal');
-    close(setup, 'prod');
-    // An address the stand-in's account does not know how to add: the add fails as az would for a bad --ip-address.
-    const result = deploy(setup, ['prod', '--infra-only', '--yes'], { AZ_FAIL_NETWORK_RULE_ADD: '1' });
-    expect(result.status).not.toBe(0);
-    expect(result.stderr).not.toContain('STORAGE LEFT OPEN');
-    expect(storageCalls(setup)).toEqual(['storage account network-rule add 203.0.113.7']);
-    expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
-  });
-
-  test('--close-storage (the pipeline runs it after the partners step, whatever happened): a left-over rule removed and public access off; idempotent; nothing to do unless storage is closed', () => {
-    const setup = workspace();
-    signIn(setup.state, 'deployer', 'servicePrincipal');
-    expect(deploy(setup, ['prod', '--infra-only', '--yes']).status).toBe(0);
-    rmSync(setup.log);
-    const open = deploy(setup, ['prod', '--close-storage']);
-    expect([open.status, open.stdout]).toEqual([0, expect.stringContaining('nothing to close')]);
-    expect(storageCalls(setup)).toEqual([]);
-    close(setup, 'prod');
-    expect(deploy(setup, ['prod', '--infra-only', '--yes'], { DEPLOYMENT_NAME: 'drawreq-prod-closed' }).status).toBe(0);
-    // A run killed between its writes: the rule and public access left behind.
-    for (const args of [
-      [
-        'storage',
-        'account',
-        'network-rule',
-        'add',
-        '--resource-group',
-        'rg-drawreq-prod',
-        '--account-name',
-        'stdrawreqprodabc123',
-        '--ip-address',
-        '203.0.113.7',
-      ],
-      ['storage', 'account', 'update', '--resource-group', 'rg-drawreq-prod', '--name', 'stdrawreqprodabc123', '--public-network-access', 'Enabled'],
-    ])
-      expect(spawnSync('az', args, { env: standInEnv(setup), encoding: 'utf8' }).status).toBe(0);
-    rmSync(setup.log);
-    for (const round of [1, 2]) {
-      const result = deploy(setup, ['prod', '--close-storage']);
-      expect({ round, status: result.status, stderr: result.stderr }).toEqual({ round, status: 0, stderr: '' });
-      expect(result.stdout).toContain('storage closed: public network access Disabled, no IP rule');
-      expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', ipRules: [] });
+    setParameters(setup, 'dev', { networkIsolated: true, storagePublicAccess: false });
+    for (const step of [
+      ['--infra-only', '--yes'],
+      ['--step', 'infra'],
+    ]) {
+      const result = deploy(setup, ['dev', ...step]);
+      expect(result.status).toBe(1);
+      expect(result.stderr).toContain('refused, nothing deployed: infra/env/dev.parameters.json closes storage');
+      expect(result.stderr).toContain('networkIsolated unknown: none found');
     }
-    expect(storageCalls(setup)).toEqual([
-      'storage account update Disabled',
-      'storage account network-rule list',
-      'storage account network-rule remove 203.0.113.7',
-      'storage account update Disabled',
-      'storage account network-rule list',
-    ]);
+    // dev deployed open, then closed at once: refused all the same (its last deployment did not isolate it).
+    setParameters(setup, 'dev', { networkIsolated: false, storagePublicAccess: true });
+    expect(deploy(setup, ['dev', '--infra-only', '--yes']).status).toBe(0);
+    setParameters(setup, 'dev', { networkIsolated: true, storagePublicAccess: false });
+    rmSync(setup.log);
+    const result = deploy(setup, ['dev', '--infra-only', '--yes']);
+    expect([result.status, result.stderr]).toEqual([1, expect.stringContaining('did not isolate it (networkIsolated False)')]);
+    expect(
+      calls(setup.log)
+        .filter((c) => !isCall(c, 'account'))
+        .map(verb),
+    ).toEqual(['ad sp show', 'deployment group list']);
+    // The what-if alone previews anything.
+    expect(deploy(setup, ['dev', '--what-if']).status).toBe(0);
+  });
+
+  test('storage closed with no runner group named: refused by scripts/target.sh before anything is downloaded or signed in', () => {
+    const setup = workspace();
+    setRunnerGroup(setup, 'prod', '');
+    const failure = refusal(() => run('push', setup, '961'));
+    expect(failure.step).toBe("deploy-prod > provenance: the deploy job's runner (the environment's runner group in its network, or GitHub-hosted)");
+    expect(failure.stderr).toContain("the environment's storage is closed (networkIsolated, storagePublicAccess false): set privateRunnerGroup");
+    expect(calls(setup.log).filter((c) => groupOf(c) === 'rg-drawreq-prod' || c.as === TARGETS.prod.deployClientId)).toEqual([]);
   });
 });

@@ -6,8 +6,10 @@
 //
 // AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] },
 //           tokens: { <access token>: { client, scope } } (the tokens it issued), tables: { <account>/<table>:
-//           { <PartitionKey>: { property: value } } } (the rows it inserted); both for the test's function app }
+//           { <PartitionKey>: { property: value } } } (the rows it inserted); both for the test's function app;
+//           storage: { <account>: { publicNetworkAccess, defaultAction, privateNetwork } } (as the last deployment left it) }
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
+// AZ_CALLER_NETWORK: the virtual network the caller runs in (a private-networked runner's), if any.
 const { createHash } = require('node:crypto');
 const { appendFileSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
 const { resolve } = require('node:path');
@@ -150,12 +152,18 @@ switch (command) {
         properties: { provisioningState: 'Succeeded', timestamp: new Date().toISOString(), outputs: outputsFor(parametersFile, inline) },
       },
     ];
-    // The storage account's network settings as main.bicep declares them: closed, public access off and no rule.
+    // The storage account's network as main.bicep declares it: isolated, private endpoints in the environment's
+    // network (vnet-drawreq-<env>); closed, public access off and no rule.
     const outputs = outputsFor(parametersFile, inline);
-    const isolated = outputs.storageClosed.value === true;
+    const closed = outputs.storageClosed.value === true;
     state.storage = {
       ...state.storage,
-      [outputs.storageAccountName.value]: { publicNetworkAccess: isolated ? 'Disabled' : 'Enabled', defaultAction: isolated ? 'Deny' : 'Allow', ipRules: [] },
+      [outputs.storageAccountName.value]: {
+        publicNetworkAccess: closed ? 'Disabled' : 'Enabled',
+        defaultAction: closed ? 'Deny' : 'Allow',
+        privateNetwork:
+          outputs.networkIsolated.value === true ? `vnet-drawreq-${JSON.parse(readFileSync(parametersFile, 'utf8')).parameters.environmentName.value}` : null,
+      },
     };
     save();
     answer({});
@@ -170,36 +178,12 @@ switch (command) {
   case 'deployment group list':
     answer(state.deployments[option('--resource-group')] ?? []);
     break;
-  case 'storage account network-rule': {
-    const account = state.storage?.[option('--account-name')];
-    if (account === undefined) fail(`The Resource 'Microsoft.Storage/storageAccounts/${option('--account-name')}' was not found`);
-    if (args[3] === 'add' && process.env.AZ_FAIL_NETWORK_RULE_ADD) fail('(InvalidValue) The value of --ip-address is not valid.');
-    if (args[3] === 'list') {
-      answer({ ipRules: account.ipRules.map((r) => ({ action: 'Allow', ipAddressOrRange: r })), virtualNetworkRules: [] });
-      break;
-    }
-    const ip = option('--ip-address');
-    account.ipRules = args[3] === 'add' ? [...account.ipRules.filter((r) => r !== ip), ip] : account.ipRules.filter((r) => r !== ip);
-    save();
-    answer(account.ipRules.map((r) => ({ action: 'Allow', ipAddressOrRange: r })));
-    break;
-  }
-  case 'storage account update': {
-    const account = state.storage?.[option('--name')];
-    if (account === undefined) fail(`The Resource 'Microsoft.Storage/storageAccounts/${option('--name')}' was not found`);
-    account.publicNetworkAccess = option('--public-network-access') ?? account.publicNetworkAccess;
-    account.defaultAction = option('--default-action') ?? account.defaultAction;
-    save();
-    answer({ name: option('--name'), publicNetworkAccess: account.publicNetworkAccess, networkRuleSet: { defaultAction: account.defaultAction } });
-    break;
-  }
   case 'storage entity insert': {
-    // The data plane from this machine (AZ_CALLER_IP, else the DEPLOY_CLIENT_IP the script was given): refused unless the account's network settings admit it.
+    // The data plane from this machine: refused unless the account is open to all, or the caller is in the
+    // network of its private endpoints (AZ_CALLER_NETWORK), as Azure Storage decides.
     const network = state.storage?.[option('--account-name')];
-    const caller = process.env.AZ_CALLER_IP ?? process.env.DEPLOY_CLIENT_IP;
-    const admitted =
-      network === undefined ||
-      (network.publicNetworkAccess === 'Enabled' && (network.defaultAction === 'Allow' || (caller !== undefined && network.ipRules.includes(caller))));
+    const inside = network?.privateNetwork != null && process.env.AZ_CALLER_NETWORK === network.privateNetwork;
+    const admitted = network === undefined || inside || (network.publicNetworkAccess === 'Enabled' && network.defaultAction === 'Allow');
     if (!admitted) fail('This request is not authorized to perform this operation.\nErrorCode:AuthorizationFailure');
     const entity = Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
     const table = `${option('--account-name')}/${option('--table-name')}`;

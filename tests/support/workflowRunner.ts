@@ -1,12 +1,13 @@
 /**
  * Runs the pipeline's workflows (.github/workflows/) as GitHub Actions would for one event, on this
  * machine: jobs in `needs` order with their `if`, matrices, called workflows, step `if`, `env`,
- * `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, and every `run` step executed by bash. Actions stand
+ * `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, job `outputs` read through `needs`, `runs-on` (each job's
+ * runner, given the environment options.runner says a runner there has), and every `run` step executed by bash. Actions stand
  * in for themselves: checkout and setup-node are the workspace as it is, upload/download-artifact copy
  * a folder (kept per run id), azure/login presents the OpenID Connect token GitHub would give the job
  * (its subject by GitHub's documented rules: the job's environment, else the pull request, else the ref;
  * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in.
- * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||` and `!` (all these workflows use).
+ * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||`, `!` and `fromJSON()` (all these workflows use).
  * A `run` step that fails stops the run with a StepFailed, as GitHub skips the steps and jobs after it.
  */
 import { spawnSync } from 'node:child_process';
@@ -27,6 +28,8 @@ interface Step {
 }
 interface Job {
   if?: string;
+  'runs-on'?: unknown;
+  outputs?: Record<string, string>;
   environment?: string | { name: string };
   needs?: string | string[];
   uses?: string;
@@ -53,6 +56,8 @@ export interface RunOptions {
   readonly repository: GitHubRepository;
   /** azure/login: exchange the job's token for the client id's identity (throw to refuse), and sign the stand-in in. */
   readonly login: (clientId: string, token: OidcToken) => void;
+  /** What a runner of this `runs-on` has besides options.env (where GitHub places it: e.g. inside a network); none by default. */
+  readonly runner?: (runsOn: unknown) => Record<string, string>;
 }
 
 export interface RunRecord {
@@ -60,6 +65,8 @@ export interface RunRecord {
   readonly steps: string[];
   /** Job summaries, by job. */
   readonly summaries: Record<string, string>;
+  /** Each job's `runs-on` as evaluated, by job (jobs that ran steps). */
+  readonly runners: Record<string, unknown>;
 }
 
 /**
@@ -91,6 +98,12 @@ export function evaluate(expression: string, context: Context): unknown {
       return value;
     }
     if (token === '!') return !primary();
+    if (token === 'fromJSON' && tokens[i] === '(') {
+      i++; // '('
+      const text = or();
+      i++; // ')'
+      return JSON.parse(String(text)) as unknown;
+    }
     if (token.startsWith("'")) return token.slice(1, -1);
     if (token === 'true' || token === 'false') return token === 'true';
     return token.split('.').reduce<unknown>((v, key) => (v !== null && typeof v === 'object' ? (v as Context)[key] : undefined), context);
@@ -140,7 +153,7 @@ function outputsOf(file: string): Record<string, string> {
 }
 
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
-  const record: RunRecord = { steps: [], summaries: {} };
+  const record: RunRecord = { steps: [], summaries: {}, runners: {} };
   const ref = options.ref ?? (options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main');
   const github = {
     event_name: options.event,
@@ -157,6 +170,8 @@ export function runWorkflow(file: string, options: RunOptions): RunRecord {
 function runJobs(file: string, base: Context, options: RunOptions, record: RunRecord, prefix: string): void {
   const workflow = parse(readFileSync(join(options.workspace, '.github', 'workflows', file), 'utf8')) as { jobs: Record<string, Job> };
   const done = new Map<string, boolean>();
+  // Each finished job's outputs (its `outputs:` evaluated over its steps), as `needs.<job>.outputs`.
+  const needs: Record<string, { outputs: Record<string, string> }> = {};
   const pending = Object.keys(workflow.jobs);
   while (pending.length > 0) {
     const index = pending.findIndex((name) => [workflow.jobs[name].needs ?? []].flat().every((need) => done.has(need)));
@@ -164,26 +179,49 @@ function runJobs(file: string, base: Context, options: RunOptions, record: RunRe
     const [name] = pending.splice(index, 1);
     const job = workflow.jobs[name];
     const needsMet = [job.needs ?? []].flat().every((need) => done.get(need) === true);
-    const runs = needsMet && ifHolds(job.if, base);
+    const jobBase = { ...base, needs };
+    const runs = needsMet && ifHolds(job.if, jobBase);
     done.set(name, runs);
     if (!runs) continue;
     const matrix = job.strategy?.matrix ?? {};
     const combinations = Object.entries(matrix).reduce<Context[]>((all, [key, list]) => all.flatMap((c) => list.map((v) => ({ ...c, [key]: v }))), [{}]);
     for (const combination of combinations) {
-      const context = { ...base, matrix: combination };
+      const context = { ...jobBase, matrix: combination };
       const label = `${prefix}${name}${Object.keys(combination).length > 0 ? ` (${Object.values(combination).join(', ')})` : ''}`;
       if (job.uses !== undefined) {
         const inputs = Object.fromEntries(Object.entries(job.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
         runJobs(job.uses.replace('./.github/workflows/', ''), { ...base, inputs }, options, record, `${label} > `);
       } else {
         const environment = typeof job.environment === 'object' ? job.environment.name : job.environment;
-        runSteps(job.steps ?? [], context, options, record, label, environment === undefined ? undefined : String(interpolate(environment, context)));
+        const runsOn = interpolate(job['runs-on'], context);
+        record.runners[label] = runsOn;
+        const steps = runSteps(
+          job.steps ?? [],
+          context,
+          options,
+          record,
+          label,
+          environment === undefined ? undefined : String(interpolate(environment, context)),
+          runsOn,
+        );
+        needs[name] = {
+          outputs: Object.fromEntries(Object.entries(job.outputs ?? {}).map(([k, v]) => [k, String(interpolate(v, { ...context, steps }))])),
+        };
       }
     }
   }
 }
 
-function runSteps(steps: Step[], base: Context, options: RunOptions, record: RunRecord, label: string, environment: string | undefined): void {
+/** Runs a job's steps; returns its `steps` context (their outputs). */
+function runSteps(
+  steps: Step[],
+  base: Context,
+  options: RunOptions,
+  record: RunRecord,
+  label: string,
+  environment: string | undefined,
+  runsOn: unknown,
+): Record<string, { outputs: Record<string, string> }> {
   // Each job starts on a fresh runner: a copy of the repository (what checkout gives), nothing else kept.
   const runner = join(options.artifacts, '..', 'runners', label.replace(/[^\w-]+/g, '_'));
   rmSync(runner, { recursive: true, force: true });
@@ -226,7 +264,7 @@ function runSteps(steps: Step[], base: Context, options: RunOptions, record: Run
     const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, String(interpolate(v, context))]));
     const result = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', String(step.run)], {
       cwd: runner,
-      env: { ...options.env, ...env, GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: summary, CI: 'true' },
+      env: { ...options.env, ...options.runner?.(runsOn), ...env, GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: summary, CI: 'true' },
       encoding: 'utf8',
     });
     record.steps.push(title);
@@ -235,4 +273,5 @@ function runSteps(steps: Step[], base: Context, options: RunOptions, record: Run
   }
   if (existsSync(summary)) record.summaries[label] = readFileSync(summary, 'utf8');
   writeFileSync(join(runner, '.done'), '');
+  return stepsContext;
 }

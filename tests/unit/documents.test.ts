@@ -139,9 +139,7 @@ describe('every command a document tells a person to run exists', () => {
   });
 
   test('the flag check can fail: an option a script does not parse is refused', () => {
-    expect(acceptedFlags('scripts/deploy.sh')).toEqual(
-      new Set(['--what-if', '--infra-only', '--code-only', '--step', '--package', '--plan', '--yes', '--close-storage']),
-    );
+    expect(acceptedFlags('scripts/deploy.sh')).toEqual(new Set(['--what-if', '--infra-only', '--code-only', '--step', '--package', '--plan', '--yes']));
     expect(acceptedFlags('examples/submit-draws.ts').has('--idempotency-key')).toBe(true);
     expect(acceptedFlags('scripts/partnerDocument.ts')).toEqual(new Set(['--host', '--tenant', '--app-id-uri', '--login-endpoint', '--out']));
   });

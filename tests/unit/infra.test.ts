@@ -1721,11 +1721,11 @@ const azureTypes = (): AzureTypes[] =>
     .map((f) => JSON.parse(readFileSync(join(AZURE_TYPES_DIR, f), 'utf8')) as AzureTypes);
 /**
  * Resource types whose every declaration is checked against the published types: the network and what
- * issue #34 changes, every role assignment (on-call's, issue #33) and every log alert rule (the ingestion
+ * issue #34 changes (GitHub's runner network settings included), every role assignment (on-call's, issue #33) and every log alert rule (the ingestion
  * budget's, issue #32).
  */
 const CHECKED_TYPE =
-  /^Microsoft\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$|^Microsoft\.Authorization\/roleAssignments$|^Microsoft\.Insights\/scheduledQueryRules$/;
+  /^Microsoft\.Network\/|^GitHub\.Network\/|^Microsoft\.Storage\/storageAccounts$|^Microsoft\.Web\/(serverfarms|sites)$|^Microsoft\.Authorization\/roleAssignments$|^Microsoft\.Insights\/scheduledQueryRules$/;
 /** Bicep keywords of a resource body, not properties of the type. */
 const BICEP_KEYWORDS = ['parent', 'scope', 'dependsOn'];
 
@@ -1746,7 +1746,7 @@ describe('network isolation and zones (issue #34): published Azure types and the
     for (const t of azureTypes()) {
       expect(t.source.repository).toBe('Azure/bicep-types-az');
       expect(t.source.commit).toMatch(/^[0-9a-f]{40}$/);
-      expect(t.source.path).toMatch(/^generated\/[a-z0-9_]+\/microsoft\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
+      expect(t.source.path).toMatch(/^generated\/[a-z0-9_-]+\/(microsoft|github)\.[a-z]+\/\d{4}-\d{2}-\d{2}\/types\.json$/);
       for (const [name, ref] of Object.entries(t.resources)) expect({ name, type: typeIn(t.types, ref).$type }).toEqual({ name, type: 'ResourceType' });
     }
   });
@@ -1760,6 +1760,8 @@ describe('network isolation and zones (issue #34): published Azure types and the
         'Microsoft.Network/privateDnsZones/virtualNetworkLinks',
         'Microsoft.Network/privateEndpoints',
         'Microsoft.Network/privateEndpoints/privateDnsZoneGroups',
+        'Microsoft.Network/networkSecurityGroups',
+        'GitHub.Network/networkSettings',
         'Microsoft.Storage/storageAccounts',
         'Microsoft.Web/serverfarms',
         'Microsoft.Web/sites',
@@ -1795,14 +1797,109 @@ describe('network isolation and zones (issue #34): published Azure types and the
     expect(azureProblems('Microsoft.Network/virtualNetworks@2025-01-01', { name: 'v' })).toEqual([
       'Microsoft.Network/virtualNetworks@2025-01-01 is not a published type in tests/fixtures/azure-resource-types',
     ]);
+    // GitHub's beta script named the business organizationId, which 2024-04-02 no longer takes.
+    expect(
+      azureProblems('GitHub.Network/networkSettings@2024-04-02', {
+        name: 'ghns',
+        location: 'x',
+        properties: { subnetId: 's', organizationId: '1', provisioningState: 'Succeeded' },
+      }),
+    ).toEqual(['properties.organizationId: no such property', 'properties.provisioningState: read-only']);
+    expect(
+      azureProblems('Microsoft.Network/networkSecurityGroups@2024-05-01', {
+        name: 'nsg',
+        properties: {
+          securityRules: [
+            { name: 'r', properties: { access: 'Allow', direction: 'Outbound', protocol: 'Tcp', priority: '200', destinationAddressPrefixs: 'Storage' } },
+          ],
+        },
+      }),
+    ).toEqual([
+      'properties.securityRules[0].properties.priority: an integer is expected',
+      'properties.securityRules[0].properties.destinationAddressPrefixs: no such property',
+    ]);
   });
 
-  test('dormant: no environment is isolated yet (docs/deploy.md, "Network isolation": why); prod is zone redundant, dev is not', () => {
+  test('prod is isolated with its storage closed, deployed by its runner group inside the network; dev stays open (docs/decisions.md); prod is zone redundant, dev is not', () => {
     expect(ENVIRONMENTS.map((env) => [env, envValue(env, 'networkIsolated'), envValue(env, 'storagePublicAccess'), envValue(env, 'zoneRedundant')])).toEqual([
       ['dev', false, true, false],
-      ['prod', false, true, true],
+      ['prod', true, false, true],
     ]);
     expect(envValue('prod', 'storageSku')).toMatch(/^Standard_(ZRS|GZRS)$/);
+    const pipeline = (env: string) => JSON.parse(readFileSync(join(INFRA, 'env', `${env}.pipeline.json`), 'utf8')) as { privateRunnerGroup?: unknown };
+    expect(ENVIRONMENTS.map((env) => [env, pipeline(env).privateRunnerGroup])).toEqual([
+      ['dev', ''],
+      ['prod', 'drawreq-prod-network'],
+    ]);
+    // The organization's database id is prod's to fill in: a placeholder, refused by scripts/deploy.sh until then.
+    expect(envValue('prod', 'githubBusinessId')).toMatch(/^REPLACE-WITH-/);
+    expect(envValue('dev', 'githubBusinessId')).toBeUndefined();
+  });
+
+  /** The addresses of a CIDR block, as [first, last] 32-bit numbers. */
+  const block = (cidr: string): [number, number] => {
+    const [address, bits] = cidr.split('/');
+    const first = address.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+    return [first, first + 2 ** (32 - Number(bits)) - 1];
+  };
+  test("the subnets fit the network without overlapping: the app's /26 (Microsoft recommends /27 for one Flex Consumption app), the runners' /28, the endpoints' /27", () => {
+    const defaults = Object.fromEntries(
+      ['vnetAddressPrefix', 'appSubnetPrefix', 'runnerSubnetPrefix', 'endpointSubnetPrefix'].map((name) => [
+        name,
+        mainFile().params.get(name)?.defaultValue as string,
+      ]),
+    );
+    expect(defaults).toEqual({
+      vnetAddressPrefix: '10.40.0.0/23',
+      appSubnetPrefix: '10.40.0.0/26',
+      runnerSubnetPrefix: '10.40.0.64/28',
+      endpointSubnetPrefix: '10.40.1.0/27',
+    });
+    const [low, high] = block(defaults.vnetAddressPrefix);
+    const subnets = [defaults.appSubnetPrefix, defaults.runnerSubnetPrefix, defaults.endpointSubnetPrefix].map(block);
+    for (const [first, last] of subnets) expect(first >= low && last <= high).toBe(true);
+    for (const [i, a] of subnets.entries()) for (const b of subnets.slice(i + 1)) expect(a[1] < b[0] || b[1] < a[0]).toBe(true);
+    // Each prefix is the start of its block (Azure refuses 10.40.0.70/28).
+    for (const cidr of Object.values(defaults)) expect(block(cidr)[0] % 2 ** (32 - Number(cidr.split('/')[1]))).toBe(0);
+    expect(mainModule('network').params).toMatchObject({ runnerSubnetPrefix: new Expr('runnerSubnetPrefix'), githubBusinessId: new Expr('githubBusinessId') });
+  });
+
+  test("GitHub's runners get their own subnet, delegated to GitHub.Network/networkSettings, and network settings naming it for the organization", () => {
+    const settings = resourceOf(moduleFile('network'), 'GitHub.Network/networkSettings').body;
+    expect(at(settings, 'properties')).toEqual({
+      subnetId: new Expr("resourceId('Microsoft.Network/virtualNetworks/subnets', vnet.name, runnerSubnetName)"),
+      businessId: new Expr('githubBusinessId'),
+    });
+    expect(readFileSync(join(INFRA, 'modules', 'network.bicep'), 'utf8')).toContain(
+      "resource runnerNetworkSettings 'GitHub.Network/networkSettings@2024-04-02' = if (!empty(githubBusinessId)) {",
+    );
+    expect(readFileSync(MAIN, 'utf8')).toContain("output runnerNetworkSettingsName string = networkIsolated ? network.outputs.runnerNetworkSettingsName : ''");
+  });
+
+  test('each subnet the network controls has its network security group: the app may reach the endpoints, Entra ID and Azure Monitor; nothing reaches the runners', () => {
+    const network = moduleFile('network');
+    const nsg = (symbol: string) => network.resources.find((r) => r.symbol === symbol)?.body;
+    const rules = (symbol: string) =>
+      (at(nsg(symbol), 'properties.securityRules') as ObjectValue[]).map((r) =>
+        ['direction', 'access', 'destinationAddressPrefix', 'destinationPortRange']
+          .map((key) => exprText(at(r, `properties.${key}`)).replace(/"/g, ''))
+          .join(' '),
+      );
+    expect(rules('appNsg')).toEqual(['Outbound Allow VirtualNetwork 443', 'Outbound Allow AzureActiveDirectory 443', 'Outbound Allow AzureMonitor 443']);
+    expect(rules('runnerNsg')).toEqual([
+      'Outbound Allow VirtualNetwork 443',
+      'Outbound Allow Storage 443',
+      'Outbound Allow AzureActiveDirectory 443',
+      'Outbound Allow AzureResourceManager 443',
+      'Outbound Allow AppService 443',
+      'Outbound Allow MicrosoftContainerRegistry 443',
+      'Inbound Deny * *',
+    ]);
+    // Priorities unique within each group (Azure refuses a repeat).
+    for (const symbol of ['appNsg', 'runnerNsg']) {
+      const priorities = (at(nsg(symbol), 'properties.securityRules') as ObjectValue[]).map((r) => at(r, 'properties.priority'));
+      expect(new Set(priorities).size).toBe(priorities.length);
+    }
   });
 
   test('closed (isolated and storagePublicAccess false), the storage account answers only on private endpoints: public access off, no rule, nothing trusted', () => {
@@ -1845,12 +1942,18 @@ describe('network isolation and zones (issue #34): published Azure types and the
   test("the app's outbound traffic goes through a subnet delegated to Microsoft.App/environments, and it starts after the endpoints", () => {
     const vnet = resourceOf(moduleFile('network'), 'Microsoft.Network/virtualNetworks').body;
     const subnets = at(vnet, 'properties.subnets') as ObjectValue[];
-    expect(subnets.map((s) => [s.name, at(s, 'properties.delegations')])).toEqual([
-      [new Expr('appSubnetName'), [{ name: 'flex-consumption', properties: { serviceName: 'Microsoft.App/environments' } }]],
-      [new Expr('endpointSubnetName'), undefined],
+    expect(subnets.map((s) => [s.name, at(s, 'properties.delegations'), at(s, 'properties.networkSecurityGroup')])).toEqual([
+      [new Expr('appSubnetName'), [{ name: 'flex-consumption', properties: { serviceName: 'Microsoft.App/environments' } }], { id: new Expr('appNsg.id') }],
+      // Its endpoints' network policies are off: a security group there would not be enforced.
+      [new Expr('endpointSubnetName'), undefined, undefined],
+      [
+        new Expr('runnerSubnetName'),
+        [{ name: 'github-hosted-runners', properties: { serviceName: 'GitHub.Network/networkSettings' } }],
+        { id: new Expr('runnerNsg.id') },
+      ],
     ]);
-    // Outbound to Microsoft Entra ID and Application Insights: explicit, so an API version whose default is false cannot cut it.
-    expect(subnets.map((s) => at(s, 'properties.defaultOutboundAccess'))).toEqual([true, undefined]);
+    // Outbound to Microsoft Entra ID, Application Insights and GitHub: explicit, so an API version whose default is false cannot cut it.
+    expect(subnets.map((s) => at(s, 'properties.defaultOutboundAccess'))).toEqual([true, undefined, true]);
     expect(
       azureProblems('Microsoft.Network/virtualNetworks@2024-05-01', {
         name: 'v',

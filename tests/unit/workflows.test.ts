@@ -38,6 +38,8 @@ type Job = {
   environment?: string;
   if?: string;
   strategy?: { matrix?: Record<string, unknown> };
+  'runs-on'?: unknown;
+  outputs?: Record<string, string>;
 };
 type Workflow = { on: Record<string, unknown>; permissions?: Record<string, string>; jobs: Record<string, Job> };
 
@@ -176,6 +178,7 @@ describe('the order of a release', () => {
     expect(steps.slice(1).map((s) => s.uses?.replace(/@.*$/, '') ?? s.run)).toEqual([
       'actions/checkout',
       'node scripts/provenance.cjs "$RUN_ID" --environment "$ENVIRONMENT" --repository "$REPOSITORY" --this-run "$THIS_RUN"',
+      `bash scripts/target.sh "$ENVIRONMENT" | grep '^runsOn=' >> "$GITHUB_OUTPUT"`,
     ]);
     expect(steps[1].with).toEqual({ 'persist-credentials': false });
     // The repository is the one infra/env/<env>.pipeline.json pins; github.repository must be it.
@@ -206,12 +209,27 @@ describe('the order of a release', () => {
     expect(steps.filter((s) => s.run !== undefined).map((s) => s.run)).toEqual([
       'bash release/scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --infra-only --yes',
-      'bash release/scripts/deploy.sh "$ENVIRONMENT" --close-storage',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --code-only --package release/draw-request-service.zip',
     ]);
-    // The Partners step's temporary storage rule is closed whatever became of that step (idempotent; nothing to do unless storage is closed).
-    const close = steps.find((s) => s.run?.includes('--close-storage'));
-    expect(close?.if).toBe("always() && inputs.steps == 'all' && steps.target.outcome == 'success'");
+    // No step opens or closes storage: a closed environment is written from inside its network.
+    expect(steps.filter((s) => s.if?.includes('always()'))).toEqual([]);
+  });
+
+  test("the deploy job runs where the environment's storage answers: its runner group (private networking) when main's pipeline file names one, else GitHub-hosted", () => {
+    const { jobs } = callee();
+    // One job from infrastructure to smoke check: prod's reviewers approve each job of a protected environment separately.
+    expect(Object.values(jobs).filter((j) => j.environment !== undefined)).toHaveLength(1);
+    expect(jobs.deploy['runs-on']).toBe('${{ fromJSON(needs.provenance.outputs.runs-on) }}');
+    expect(jobs.provenance.outputs).toEqual({ 'runs-on': '${{ steps.runner.outputs.runsOn }}' });
+    const runner = (jobs.provenance.steps ?? []).find((s) => (s as Step & { id?: string }).id === 'runner');
+    expect(runner?.env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}' });
+    // The other jobs run on GitHub-hosted runners: nothing else reaches the environment's data plane.
+    const hosted = [...Object.entries(deploy().jobs), ...Object.entries(jobs)].filter(([name, j]) => j.uses === undefined && name !== 'deploy');
+    expect(hosted.map(([name, j]) => [name, j['runs-on']])).toEqual([
+      ['build', 'ubuntu-24.04'],
+      ['what-if', 'ubuntu-24.04'],
+      ['provenance', 'ubuntu-24.04'],
+    ]);
   });
 
   test('a rollback re-deploys an earlier run’s artifact, its code only unless asked', () => {
