@@ -36,7 +36,7 @@ param blobSoftDeleteDays int
 @description('true: the data plane answers only on private endpoints (public network access off, no rule, nothing trusted); false: from every network, with Microsoft Entra authentication still required.')
 param networkIsolated bool
 
-@description('Isolated only: true keeps public network access on (default Allow, Microsoft Entra authentication still required) while the private endpoints and the app\'s subnet are introduced (phase 1 of docs/deploy.md, "Moving an existing environment to isolation"); false closes the account (phase 2).')
+@description('Isolated only: true keeps public network access on (default Allow, Microsoft Entra authentication still required) while the private endpoints and the app\'s subnet are introduced (phase 1 of docs/deploy.md, "Moving an environment to isolation"); false closes the account (phase 2).')
 param publicAccess bool
 
 // Closed: the data plane answers on the private endpoints only.

@@ -1220,17 +1220,48 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
     );
     const outputs = file(BOOTSTRAP).outputs;
     expect(pairs.filter(([output]) => !outputs.has(output)).map(([output]) => output)).toEqual([]);
-    const targetFields = /const names = \[([^\]]*)\]/.exec(readFileSync(join(ROOT, 'scripts', 'target.sh'), 'utf8'))?.[1].match(/\w+/g) ?? [];
+    const targetSh = readFileSync(join(ROOT, 'scripts', 'target.sh'), 'utf8');
+    const targetFields = /const names = \[([^\]]*)\]/.exec(targetSh)?.[1].match(/\w+/g) ?? [];
     expect(pairs.map(([, field]) => field).sort()).toEqual([...targetFields].sort());
     expect(pairs).toContainEqual(['resourceGroupName', 'resourceGroup']);
+    // Besides the bootstrap's outputs: githubRepository (scripts/provenance.cjs) and privateRunnerGroup, which
+    // scripts/target.sh reads on its own (the deploy job's runner), and docs/deploy.md names below the table.
+    expect(targetSh).toContain('target.privateRunnerGroup');
+    expect(deployMd()).toMatch(/The file's\s+`privateRunnerGroup` is not the bootstrap's/);
     for (const env of ENVIRONMENTS) {
       const pipeline = JSON.parse(readFileSync(join(INFRA, 'env', `${env}.pipeline.json`), 'utf8')) as Record<string, unknown>;
       expect(
         Object.keys(pipeline)
           .filter((k) => k !== '$comment')
           .sort(),
-      ).toEqual([...targetFields, 'githubRepository'].sort());
+      ).toEqual([...targetFields, 'githubRepository', 'privateRunnerGroup'].sort());
     }
+  });
+
+  test('the sections the scripts and workflows send a person to are its headings, and the refusals it quotes are theirs', () => {
+    const text = deployMd();
+    const headings = [...text.matchAll(/^#{2,3} (?:\d+\. )?(.+)$/gm)].map((m) => m[1]);
+    const files = [
+      'scripts/deploy.sh',
+      'scripts/target.sh',
+      'scripts/smokeCheck.cjs',
+      '.github/workflows/deploy.yml',
+      '.github/workflows/deploy-environment.yml',
+    ];
+    const source = (f: string) => readFileSync(join(ROOT, f), 'utf8');
+    const named = files.flatMap((f) => [...source(f).matchAll(/docs\/deploy\.md, \\?"([^"\\]+)\\?"/g)].map((m) => `${f}: ${m[1]}`));
+    expect(named.length).toBeGreaterThan(5);
+    expect(named.filter((n) => !headings.some((h) => h.startsWith(n.split(': ')[1])))).toEqual([]);
+    // "Network isolation" and "Moving an environment to isolation" quote these refusals (wrapped lines read as spaces).
+    const prose = text.replace(/\s*\n\s*/g, ' ');
+    const quotes: [string, string][] = [
+      ['scripts/target.sh', "the environment's storage is closed (networkIsolated, storagePublicAccess false): set privateRunnerGroup"],
+      ['scripts/deploy.sh', 'refused, nothing deployed: '],
+      ['scripts/deploy.sh', 'closes storage (storagePublicAccess false), but the last successful deployment of'],
+      ['scripts/deploy.sh', 'did not isolate it'],
+    ];
+    for (const [f, quote] of quotes)
+      expect({ quote, inScript: source(f).includes(quote), inDoc: prose.includes(quote) }).toEqual({ quote, inScript: true, inDoc: true });
   });
 
   test("every deployment output and parameter it names in code is main.bicep's", () => {
