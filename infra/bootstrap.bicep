@@ -163,6 +163,19 @@ output planClientId string = identities.outputs.planClientId
 @description('infra/env/<env>.pipeline.json deployPrincipalId: object id of the deploying identity.')
 output deployPrincipalId string = identities.outputs.deployPrincipalId
 
+@description('infra/env/<env>.pipeline.json stopClientId: the stop identity (the stop-client workflow signs in as it).')
+output stopClientId string = identities.outputs.stopClientId
+
+@description('infra/env/<env>.pipeline.json stopPrincipalId: object id of the stop identity (the deployment grants it the Partners table).')
+output stopPrincipalId string = identities.outputs.stopPrincipalId
+
+// The account main.bicep creates in this group: the same expression, over the same group id
+// (resourceGroup().id there is group.id here), so that the stop-client workflow, whose identity may read
+// nothing but the Partners table, knows where that table is. scripts/deploy.sh checks it against the
+// deployment's output.
+@description('infra/env/<env>.pipeline.json storageAccountName: the storage account main.bicep names in the group.')
+output storageAccountName string = take(toLower('st${replace(appName, '-', '')}${environmentName}${take(uniqueString(group.id), 6)}'), 24)
+
 @description('infra/env/<env>.pipeline.json tenantId.')
 output tenantId string = tenant().tenantId
 

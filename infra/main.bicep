@@ -155,6 +155,9 @@ param partnerWriterPrincipalId string = ''
 ])
 param partnerWriterPrincipalType string = 'ServicePrincipal'
 
+@description('Object id of the stop identity (infra/bootstrap.bicep\'s stopPrincipalId, set by scripts/deploy.sh): the stop-client workflow signs in as it to set one Partners row inactive; it may write the Partners table and nothing else. Empty: no such grant.')
+param stopPrincipalId string = ''
+
 @description('PartnerId of the smoke identity: a reserved partner that owns no loan (docs/contract.md §4.5).')
 @minLength(1)
 param smokePartnerId string
@@ -443,6 +446,18 @@ module partnersWriter 'modules/partnersWriter.bicep' = if (!empty(partnerWriterP
     principalType: partnerWriterPrincipalType
     storageAccountName: storage.outputs.name
     partnersTableName: partnersTableName
+  }
+}
+
+// On-call's emergency stop (docs/runbook.md, "Stop one client"): the stop identity's one role.
+module partnersStopper 'modules/partnersWriter.bicep' = if (!empty(stopPrincipalId)) {
+  name: 'partnersStopper'
+  params: {
+    principalId: stopPrincipalId
+    principalType: 'ServicePrincipal'
+    storageAccountName: storage.outputs.name
+    partnersTableName: partnersTableName
+    purpose: 'The stop-client workflow sets one client\'s Partners row inactive'
   }
 }
 

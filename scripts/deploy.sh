@@ -91,7 +91,12 @@ fi
 
 # The smoke identity is the environment's deploying identity: the deployment grants it the app role and
 # writes its Partners row (a reserved partner that owns no loan), whoever runs this script.
-smoke_client="${SMOKE_CLIENT_ID:-$(bash scripts/target.sh "$env" 2>/dev/null | sed -n 's/^deployClientId=//p' || true)}"
+target="$(bash scripts/target.sh "$env" 2>/dev/null || true)"
+smoke_client="${SMOKE_CLIENT_ID:-$(sed -n 's/^deployClientId=//p' <<<"$target")}"
+# The stop identity (the stop-client workflow's) is granted the Partners table, and the account that
+# workflow writes is the bootstrap's storageAccountName: both from the pipeline file when it is filled in.
+stop_principal="$(sed -n 's/^stopPrincipalId=//p' <<<"$target")"
+stop_account="$(sed -n 's/^storageAccountName=//p' <<<"$target")"
 
 echo "subscription: $(az account show --query "join(' ', [name, id])" -o tsv)"
 echo "environment:  ${env}, resource group ${group}, steps: ${steps[*]-}"
@@ -111,6 +116,7 @@ if runs what-if || runs infra; then
   fi
   writer_args=(--parameters "partnerWriterPrincipalId=${writer}" "partnerWriterPrincipalType=${writer_type}")
   [ -z "$smoke_client" ] || writer_args+=("smokeClientAppId=${smoke_client}")
+  [ -z "$stop_principal" ] || writer_args+=("stopPrincipalId=${stop_principal}")
 fi
 # Closing storage before the environment's network exists would cut off every caller at once, the app
 # included (docs/deploy.md, "Network isolation": phase 1, then phase 2): refused unless the last successful
@@ -195,6 +201,13 @@ if runs partners; then
     count=$((count + 1))
   done <<<"$rows"
   echo "partners written: $count"
+  # The stop-client workflow cannot read the deployment (its identity may read the Partners table only):
+  # it writes the account the pipeline file names, which must be this one.
+  if [ -n "$stop_account" ] && [ "$stop_account" != "$account" ]; then
+    echo "infra/env/${env}.pipeline.json: storageAccountName is ${stop_account}, but the deployment's account is ${account}:" >&2
+    echo "  the stop-client workflow would not find the Partners table; set it to ${account} and commit (docs/deploy.md, Bootstrap)" >&2
+    exit 1
+  fi
 fi
 
 if runs code || runs smoke; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints, as name=value lines for $GITHUB_OUTPUT, where the pipeline deploys an environment and as
-# whom: infra/env/<env>.pipeline.json (the outputs of infra/bootstrap.bicep, committed). Refuses a file
-# that still holds a placeholder, naming it. runsOn is the deploy job's runs-on (JSON): the runner group
+# whom: infra/env/<env>.pipeline.json (the outputs of infra/bootstrap.bicep, committed; the stop-client
+# workflow reads it too: its identity and the storage account of the Partners table). Refuses a file
+# that still holds a placeholder, naming it. runsOn is the deploy (and stop) job's runs-on (JSON): the runner group
 # privateRunnerGroup names, whose runners sit in the environment's network, else GitHub-hosted
 # ubuntu-24.04; refused when the environment's parameters close its storage and no group is named, since
 # only a runner inside the network can then write the Partners rows (docs/deploy.md, "Network isolation").
@@ -18,7 +19,7 @@ file="$(dirname "$0")/../infra/env/${env}.pipeline.json"
 node - "$file" <<'JS'
 const file = process.argv[2];
 const target = JSON.parse(require('node:fs').readFileSync(file, 'utf8'));
-const names = ['tenantId', 'subscriptionId', 'resourceGroup', 'deployClientId', 'deployPrincipalId', 'planClientId'];
+const names = ['tenantId', 'subscriptionId', 'resourceGroup', 'deployClientId', 'deployPrincipalId', 'planClientId', 'stopClientId', 'stopPrincipalId', 'storageAccountName'];
 const missing = names.filter((n) => typeof target[n] !== 'string' || target[n] === '' || target[n].includes('REPLACE-WITH'));
 if (missing.length > 0) {
   console.error(`${file}: set ${missing.join(', ')} from the outputs of infra/bootstrap.bicep (docs/deploy.md, Bootstrap)`);

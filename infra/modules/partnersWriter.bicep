@@ -1,8 +1,9 @@
-// The deploying identity may write the Partners table, and only it: the deployment's partners step
-// (scripts/deploy.sh) writes each partner's row from the parameters file. Data-plane access, scoped to
-// the one table; the app's own identity only reads it (roleAssignments.bicep).
+// An identity that may write the Partners table: the deploying one (the deployment's partners step,
+// scripts/deploy.sh, writes each partner's row from the parameters file) and the stop identity (the
+// stop-client workflow sets one row inactive). Data-plane access, scoped to the one table; the app's own
+// identity only reads it (roleAssignments.bicep).
 
-@description('Object id of the identity that deploys (the pipeline\'s, or the person running scripts/deploy.sh).')
+@description('Object id of the identity (the pipeline\'s, or the person running scripts/deploy.sh).')
 param principalId string
 
 @description('ServicePrincipal for the pipeline\'s identity, User for a person.')
@@ -11,6 +12,9 @@ param principalId string
   'User'
 ])
 param principalType string
+
+@description('Why it writes the table (the role assignment\'s description).')
+param purpose string = 'The deployment writes the Partners rows of the parameters file'
 
 @description('Storage account holding the tables.')
 param storageAccountName string
@@ -41,6 +45,6 @@ resource writePartners 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: principalId
     principalType: principalType
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
-    description: 'The deployment writes the Partners rows of the parameters file'
+    description: purpose
   }
 }

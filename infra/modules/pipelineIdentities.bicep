@@ -1,8 +1,12 @@
-// The pipeline's two identities in one environment's resource group (bootstrap.bicep):
+// The pipeline's three identities in one environment's resource group (bootstrap.bicep):
 //   deploy: signs in from the GitHub environment of the same name (after its required reviewers, in
 //           prod); deploys infra/main.bicep and the code, writes the Partners rows.
 //   plan:   signs in from pull requests; previews the deployment (what-if), writes nothing, and holds
 //           no Microsoft Graph permission.
+//   stop:   signs in from the GitHub environment <env>-stop (no reviewers: it only refuses a client);
+//           the stop-client workflow sets one Partners row inactive. Its one role, Storage Table Data
+//           Contributor on the Partners table, is granted by main.bicep (partnersStopper), since the
+//           table does not exist before the first deployment; it holds nothing here.
 
 @description('appName-environment, as in main.bicep.')
 param baseName string
@@ -133,6 +137,28 @@ resource planFromPullRequests 'Microsoft.ManagedIdentity/userAssignedIdentities/
   }
 ]
 
+// On-call's emergency stop (docs/runbook.md, "Stop one client"), from a GitHub environment of its own so
+// that neither prod's reviewers nor the deploying identity's power come with it.
+resource stop 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: 'id-${baseName}-stop'
+  location: location
+}
+
+@batchSize(1)
+resource stopFromEnvironment 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
+  for form in subjectForms: {
+    parent: stop
+    name: 'github-environment-${environmentName}-stop${form.nameSuffix}'
+    properties: {
+      issuer: githubIssuer
+      subject: '${form.prefix}:environment:${environmentName}-stop'
+      audiences: [
+        exchangeAudience
+      ]
+    }
+  }
+]
+
 resource deployContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(resourceGroup().id, deploy.id, contributor)
   properties: {
@@ -186,3 +212,9 @@ output planClientId string = plan.properties.clientId
 
 @description('Object id of the what-if identity.')
 output planPrincipalId string = plan.properties.principalId
+
+@description('Client id of the stop identity (the stop-client workflow signs in as it).')
+output stopClientId string = stop.properties.clientId
+
+@description('Object id of the stop identity (main.bicep grants it the Partners table).')
+output stopPrincipalId string = stop.properties.principalId

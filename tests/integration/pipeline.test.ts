@@ -24,8 +24,22 @@ import { StepFailed, runWorkflow, type RunRecord } from '../support/workflowRunn
 
 const ROOT = join(__dirname, '..', '..');
 const TARGETS = {
-  dev: { deployClientId: 'dev-deploy-client', planClientId: 'dev-plan-client', deployPrincipalId: 'dev-deploy-object' },
-  prod: { deployClientId: 'prod-deploy-client', planClientId: 'prod-plan-client', deployPrincipalId: 'prod-deploy-object' },
+  dev: {
+    deployClientId: 'dev-deploy-client',
+    planClientId: 'dev-plan-client',
+    deployPrincipalId: 'dev-deploy-object',
+    stopClientId: 'dev-stop-client',
+    stopPrincipalId: 'dev-stop-object',
+    storageAccountName: 'stdrawreqdevabc123',
+  },
+  prod: {
+    deployClientId: 'prod-deploy-client',
+    planClientId: 'prod-plan-client',
+    deployPrincipalId: 'prod-deploy-object',
+    stopClientId: 'prod-stop-client',
+    stopPrincipalId: 'prod-stop-object',
+    storageAccountName: 'stdrawreqprodabc123',
+  },
 } as const;
 const PARTNERS = {
   dev: [
@@ -56,6 +70,7 @@ const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Ob
   (['dev', 'prod'] as const).flatMap((env) => [
     [TARGETS[env].deployClientId, { env, identity: `id-drawreq-${env}-deploy` }],
     [TARGETS[env].planClientId, { env, identity: `id-drawreq-${env}-plan` }],
+    [TARGETS[env].stopClientId, { env, identity: `id-drawreq-${env}-stop` }],
   ]),
 );
 /** The bootstrap's federated credentials for this repository, by environment (githubSubjectFormat left to its default). */
@@ -388,6 +403,7 @@ describe('a push to main', () => {
           `partnerWriterPrincipalId=${TARGETS[env].deployPrincipalId}`,
           'partnerWriterPrincipalType=ServicePrincipal',
           `smokeClientAppId=${TARGETS[env].deployClientId}`,
+          `stopPrincipalId=${TARGETS[env].stopPrincipalId}`,
         ]),
       );
       expect(c.args).not.toContain('--validation-level');
@@ -987,7 +1003,7 @@ describe('scripts/deploy.sh by hand', () => {
     const result = spawnSync('bash', [join(ROOT, 'scripts', 'target.sh'), 'prod'], { encoding: 'utf8' });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(
-      /prod\.pipeline\.json: set tenantId, subscriptionId, deployClientId, deployPrincipalId, planClientId from the outputs of infra\/bootstrap\.bicep/,
+      /prod\.pipeline\.json: set tenantId, subscriptionId, deployClientId, deployPrincipalId, planClientId, stopClientId, stopPrincipalId, storageAccountName from the outputs of infra\/bootstrap\.bicep/,
     );
   });
 });
@@ -1152,5 +1168,157 @@ describe("closed storage: only the app and the environment's runners inside its 
     expect(failure.step).toBe("deploy-prod > provenance: the deploy job's runner (the environment's runner group in its network, or GitHub-hosted)");
     expect(failure.stderr).toContain("the environment's storage is closed (networkIsolated, storagePublicAccess false): set privateRunnerGroup");
     expect(calls(setup.log).filter((c) => groupOf(c) === 'rg-drawreq-prod' || c.as === TARGETS.prod.deployClientId)).toEqual([]);
+  });
+});
+
+describe("on-call's emergency stop: the stop-client workflow, on the environment's runner, as its stop identity", () => {
+  const STOP_SUBJECT = (env: string) => `repo:octo-org@123/octo-repo@456:environment:${env}-stop`;
+  /** Dispatches stop-client.yml from main (or `ref`); records the tokens its sign-ins present. */
+  const stop = (setup: Setup, inputs: Record<string, unknown>, tokens: Array<[string, string]> = [], ref?: string): RunRecord =>
+    runWorkflow('stop-client.yml', {
+      workspace: setup.workspace,
+      event: 'workflow_dispatch',
+      ref,
+      inputs,
+      runId: '970',
+      artifacts: setup.artifacts,
+      env: standInEnv(setup),
+      repository: REPOSITORY,
+      runner: runnerEnv,
+      login: (clientId, token) => {
+        exchange(clientId, token, CREDENTIALS);
+        tokens.push([clientId, token.sub]);
+        signIn(setup.state, clientId, 'servicePrincipal');
+      },
+    });
+  const partnerRows = (setup: Setup, account: string) =>
+    (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/Partners`] ?? {};
+  /** The az calls after the deployment that wrote the rows (log cut there). */
+  const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
+  const deployed = (): Setup => {
+    const setup = workspace();
+    run('push', setup, '969');
+    rmSync(setup.log);
+    return setup;
+  };
+  const PROD_CLIENT = PARTNERS.prod[0].clientAppId;
+
+  test("prod: runs on prod's runner group, inside its network, as the stop identity from prod-stop, and merges Active=false into the client's row only", () => {
+    const setup = deployed();
+    const before = partnerRows(setup, 'stdrawreqprodabc123');
+    const tokens: Array<[string, string]> = [];
+    // Pasted in capitals: Entra's ids, and the rows' keys, are lower case.
+    const record = stop(setup, { environment: 'prod', client_id: PROD_CLIENT.toUpperCase() }, tokens);
+    expect(record.runners).toEqual({ target: 'ubuntu-24.04', stop: { group: PROD_RUNNER_GROUP } });
+    expect(tokens).toEqual([['prod-stop-client', STOP_SUBJECT('prod')]]);
+    const log = stopCalls(setup);
+    expect(log.map((c) => `${c.as}: ${verb(c)} ${after(c, '--account-name')}/${after(c, '--table-name')}`)).toEqual([
+      'prod-stop-client: storage entity show stdrawreqprodabc123/Partners',
+      'prod-stop-client: storage entity merge stdrawreqprodabc123/Partners',
+    ]);
+    const merge = log[1];
+    expect(merge.args.slice(merge.args.indexOf('--entity') + 1, merge.args.indexOf('--entity') + 5)).toEqual([
+      `PartitionKey=${PROD_CLIENT}`,
+      'RowKey=',
+      'Active=false',
+      'Active@odata.type=Edm.Boolean',
+    ]);
+    // Conditioned on the row as read: a merge that can never create a row.
+    expect(after(merge, '--if-match')).toMatch(/^W\/"datetime'[0-9a-f]{16}'"$/);
+    expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual({ ...before, [PROD_CLIENT]: { ...before[PROD_CLIENT], Active: 'false' } });
+    expect(record.summaries.stop).toContain(`Client ${PROD_CLIENT} stopped in prod`);
+    expect(record.summaries.stop).toContain('commit `"active": false` for this client in `infra/env/prod.parameters.json`');
+    // The service refuses the client from now on (the function app stand-in reads the same rows).
+    expect(JSON.stringify(partnerRows(setup, 'stdrawreqprodabc123')[PROD_CLIENT])).toContain('"Active":"false"');
+  });
+
+  test('dev (open): a GitHub-hosted runner, dev-stop, the same single merge', () => {
+    const setup = deployed();
+    const tokens: Array<[string, string]> = [];
+    const record = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId }, tokens);
+    expect(record.runners.stop).toBe('ubuntu-24.04');
+    expect(tokens).toEqual([['dev-stop-client', STOP_SUBJECT('dev')]]);
+    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['dev-stop-client: storage entity show', 'dev-stop-client: storage entity merge']);
+    expect(partnerRows(setup, 'stdrawreqdevabc123')[PARTNERS.dev[0].clientAppId].Active).toBe('false');
+  });
+
+  test("from outside prod's network the closed account refuses: nothing changes, and the message names the runner group", () => {
+    const setup = deployed();
+    signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
+    // A laptop, or a GitHub-hosted runner: scripts/stopClient.sh outside the network.
+    const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], { env: standInEnv(setup), encoding: 'utf8' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('AuthorizationFailure');
+    expect(result.stderr).toContain(`answers only inside prod's network: run the stop-client workflow, whose job runs on the runner group ${PROD_RUNNER_GROUP}`);
+    expect(stopCalls(setup).map(verb)).toEqual(['storage entity show']);
+    expect(partnerRows(setup, 'stdrawreqprodabc123')[PROD_CLIENT].Active).toBe('true');
+    // The workflow without a runner group for prod is refused before any runner of the network or sign-in.
+    const file = join(setup.workspace, 'infra', 'env', 'prod.pipeline.json');
+    writeFileSync(file, JSON.stringify({ ...(JSON.parse(readFileSync(file, 'utf8')) as object), privateRunnerGroup: '' }));
+    const tokens: Array<[string, string]> = [];
+    const failure = refusal(() => stop(setup, { environment: 'prod', client_id: PROD_CLIENT }, tokens));
+    expect(failure.step).toBe("target: the stop job's runner (the environment's runner group in its network, or GitHub-hosted)");
+    expect(failure.stderr).toContain('set privateRunnerGroup');
+    expect(tokens).toEqual([]);
+  });
+
+  test.each([
+    ['not a GUID', 'PARTNER-001'],
+    ['a GUID with more after it', `${PROD_CLIENT}; az storage entity delete`],
+    ['a workflow command', '::add-mask::x'],
+    ['a GUID without its dashes', PROD_CLIENT.replace(/-/g, '')],
+    ['empty', ''],
+  ])('a client id that is %s is refused before any Azure call, and not echoed', (_name, clientId) => {
+    const setup = deployed();
+    const tokens: Array<[string, string]> = [];
+    const failure = refusal(() => stop(setup, { environment: 'prod', client_id: clientId }, tokens));
+    expect(failure.step).toBe('target: the client id is a client application id (a GUID)');
+    expect(failure.stderr).toContain('ERR_STOP_CLIENT_ID');
+    if (clientId !== '') expect(failure.stdout + failure.stderr).not.toContain(clientId);
+    expect(failure.record.runners).toEqual({ target: 'ubuntu-24.04' });
+    expect(tokens).toEqual([]);
+    expect(existsSync(setup.log)).toBe(false); // no az call at all
+    // The script refuses it too, whoever runs it.
+    const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', clientId], { env: standInEnv(setup), encoding: 'utf8' });
+    expect([result.status, result.stderr]).toEqual([2, expect.stringContaining('ERR_STOP_CLIENT_ID')]);
+    expect(existsSync(setup.log)).toBe(false);
+  });
+
+  test('a client with no Partners row is refused and no row is created', () => {
+    const setup = deployed();
+    const before = partnerRows(setup, 'stdrawreqprodabc123');
+    const unknown = '0f0f0f0f-1234-4abc-8def-0123456789ab';
+    const failure = refusal(() => stop(setup, { environment: 'prod', client_id: unknown }));
+    expect(failure.step).toBe('stop: set the client\'s Partners row inactive (Active=false)');
+    expect(failure.stderr).toContain(`ERR_STOP_NO_ROW: client ${unknown} has no Partners row in prod`);
+    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['prod-stop-client: storage entity show']);
+    expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before);
+  });
+
+  test('the stop identity signs in only from <env>-stop, and the deploy identity never from there', () => {
+    const from = (environment: string): OidcToken => ({
+      iss: 'https://token.actions.githubusercontent.com',
+      sub: `repo:octo-org@123/octo-repo@456:environment:${environment}`,
+      aud: 'api://AzureADTokenExchange',
+    });
+    for (const env of ['dev', 'prod'] as const) {
+      const of = (identity: string) => CREDENTIALS[env].filter((c) => c.identity === `id-drawreq-${env}-${identity}`);
+      expect(matching(of('stop'), from(`${env}-stop`))).toHaveLength(1);
+      expect(matching(of('stop'), from(env))).toEqual([]);
+      expect(matching(of('deploy'), from(`${env}-stop`))).toEqual([]);
+      expect(matching(of('plan'), from(`${env}-stop`))).toEqual([]);
+    }
+    // The workflow given the deploy identity's client id would be refused by Entra: the job is in prod-stop.
+    const setup = deployed();
+    expect(() => exchange(TARGETS.prod.deployClientId, from('prod-stop'), CREDENTIALS)).toThrow('AADSTS700213');
+    expect(stopCalls(setup)).toEqual([]);
+  });
+
+  test('only from main: a dispatch from another branch is refused before anything is checked out', () => {
+    const setup = deployed();
+    const failure = refusal(() => stop(setup, { environment: 'prod', client_id: PROD_CLIENT }, [], 'refs/heads/feature/x'));
+    expect(failure.step).toBe('target: dispatched from main');
+    expect(failure.stderr).toContain('ERR_REF_NOT_MAIN');
+    expect(existsSync(setup.log)).toBe(false);
   });
 });

@@ -6,7 +6,7 @@
 //
 // AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] },
 //           tokens: { <access token>: { client, scope } } (the tokens it issued), tables: { <account>/<table>:
-//           { <PartitionKey>: { property: value } } } (the rows it inserted); both for the test's function app;
+//           { <PartitionKey>: { property: value } } } (the rows it inserted or merged); both for the test's function app;
 //           storage: { <account>: { publicNetworkAccess, defaultAction, privateNetwork } } (as the last deployment left it) }
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
 // AZ_CALLER_NETWORK: the virtual network the caller runs in (a private-networked runner's), if any.
@@ -113,6 +113,28 @@ function accessToken(scope) {
   return { accessToken: token, expiresOn: '2026-11-26 12:00:00.000000', expires_on: 1795694400, tokenType: 'Bearer' };
 }
 
+/**
+ * The data plane from this machine: refused unless the account is open to all, or the caller is in the
+ * network of its private endpoints (AZ_CALLER_NETWORK), as Azure Storage decides.
+ */
+function admitOnNetwork() {
+  const network = state.storage?.[option('--account-name')];
+  const inside = network?.privateNetwork != null && process.env.AZ_CALLER_NETWORK === network.privateNetwork;
+  const admitted = network === undefined || inside || (network.publicNetworkAccess === 'Enabled' && network.defaultAction === 'Allow');
+  if (!admitted) fail('This request is not authorized to perform this operation.\nErrorCode:AuthorizationFailure');
+}
+/** --entity name=value pairs, as given (values are strings; name@odata.type gives a value's type). */
+const entityGiven = () => Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+/** A row as the CLI prints it: typed values, no @odata.type annotations. */
+const typed = (row) =>
+  Object.fromEntries(
+    Object.entries(row)
+      .filter(([k]) => !k.endsWith('@odata.type'))
+      .map(([k, v]) => [k, row[`${k}@odata.type`] === 'Edm.Boolean' ? v === 'true' : v]),
+  );
+/** A row's ETag: changes whenever the row does. */
+const etagOf = (row) => `W/"datetime'${createHash('sha256').update(JSON.stringify(row)).digest('hex').slice(0, 16)}'"`;
+
 switch (command) {
   case 'account show':
     answer({ name: 'Draw Requests', id: '11111111-2222-4333-8444-555555555555', user: state.signedIn });
@@ -179,17 +201,36 @@ switch (command) {
     answer(state.deployments[option('--resource-group')] ?? []);
     break;
   case 'storage entity insert': {
-    // The data plane from this machine: refused unless the account is open to all, or the caller is in the
-    // network of its private endpoints (AZ_CALLER_NETWORK), as Azure Storage decides.
-    const network = state.storage?.[option('--account-name')];
-    const inside = network?.privateNetwork != null && process.env.AZ_CALLER_NETWORK === network.privateNetwork;
-    const admitted = network === undefined || inside || (network.publicNetworkAccess === 'Enabled' && network.defaultAction === 'Allow');
-    if (!admitted) fail('This request is not authorized to perform this operation.\nErrorCode:AuthorizationFailure');
-    const entity = Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+    admitOnNetwork();
+    const entity = entityGiven();
     const table = `${option('--account-name')}/${option('--table-name')}`;
     state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: entity } };
     save();
-    answer({ etag: 'W/"datetime\'2026-11-25T00%3A00%3A00Z\'"' });
+    answer({ etag: etagOf(entity) });
+    break;
+  }
+  case 'storage entity show': {
+    admitOnNetwork();
+    const row = state.tables?.[`${option('--account-name')}/${option('--table-name')}`]?.[option('--partition-key')];
+    if (row === undefined || row.RowKey !== option('--row-key')) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    answer({ ...typed(row), etag: etagOf(row) });
+    break;
+  }
+  case 'storage entity merge': {
+    // Table storage's Merge Entity: with If-Match, only an existing row whose ETag matches (or any, for *);
+    // without it, Insert Or Merge, which creates the row.
+    admitOnNetwork();
+    const entity = entityGiven();
+    const table = `${option('--account-name')}/${option('--table-name')}`;
+    const row = state.tables?.[table]?.[entity.PartitionKey];
+    const ifMatch = option('--if-match');
+    if (ifMatch !== undefined && (row === undefined || row.RowKey !== entity.RowKey)) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== etagOf(row))
+      fail('The update condition specified in the request was not satisfied.\nErrorCode:UpdateConditionNotSatisfied');
+    const merged = { ...row, ...entity };
+    state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: merged } };
+    save();
+    answer({ etag: etagOf(merged) });
     break;
   }
   case 'functionapp deploy': {
