@@ -1192,7 +1192,8 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
       },
     });
   const partnerRows = (setup: Setup, account: string) =>
-    (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/Partners`] ?? {};
+    (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/Partners`] ??
+    {};
   /** The az calls after the deployment that wrote the rows (log cut there). */
   const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
   const deployed = (): Setup => {
@@ -1249,7 +1250,9 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], { env: standInEnv(setup), encoding: 'utf8' });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('AuthorizationFailure');
-    expect(result.stderr).toContain(`answers only inside prod's network: run the stop-client workflow, whose job runs on the runner group ${PROD_RUNNER_GROUP}`);
+    expect(result.stderr).toContain(
+      `answers only inside prod's network: run the stop-client workflow, whose job runs on the runner group ${PROD_RUNNER_GROUP}`,
+    );
     expect(stopCalls(setup).map(verb)).toEqual(['storage entity show']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')[PROD_CLIENT].Active).toBe('true');
     // The workflow without a runner group for prod is refused before any runner of the network or sign-in.
@@ -1289,7 +1292,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const before = partnerRows(setup, 'stdrawreqprodabc123');
     const unknown = '0f0f0f0f-1234-4abc-8def-0123456789ab';
     const failure = refusal(() => stop(setup, { environment: 'prod', client_id: unknown }));
-    expect(failure.step).toBe('stop: set the client\'s Partners row inactive (Active=false)');
+    expect(failure.step).toBe("stop: set the client's Partners row inactive (Active=false)");
     expect(failure.stderr).toContain(`ERR_STOP_NO_ROW: client ${unknown} has no Partners row in prod`);
     expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['prod-stop-client: storage entity show']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before);

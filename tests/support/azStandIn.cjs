@@ -224,7 +224,8 @@ switch (command) {
     const table = `${option('--account-name')}/${option('--table-name')}`;
     const row = state.tables?.[table]?.[entity.PartitionKey];
     const ifMatch = option('--if-match');
-    if (ifMatch !== undefined && (row === undefined || row.RowKey !== entity.RowKey)) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    if (ifMatch !== undefined && (row === undefined || row.RowKey !== entity.RowKey))
+      fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
     if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== etagOf(row))
       fail('The update condition specified in the request was not satisfied.\nErrorCode:UpdateConditionNotSatisfied');
     const merged = { ...row, ...entity };

@@ -1,14 +1,16 @@
 /**
  * What the documents tell a person to run or set exists (issue #33): every `npm` command is a script or
  * npm's own, every file a command names is there, every flag given to one of our scripts is one it
- * accepts, every setting a table lists is read by lib/config.ts and named in local.settings.example.json,
- * every other ALL_CAPS name is one the code knows, and no telling figure of bench/results.md (see `telling`)
+ * accepts, every `gh workflow run` names a workflow that can be dispatched with the inputs given, every
+ * setting a table lists is read by lib/config.ts and named in local.settings.example.json, every other
+ * ALL_CAPS name is one the code knows, and no telling figure of bench/results.md (see `telling`)
  * is copied elsewhere.
  * (tests/unit/docs.test.ts checks links and contract sections; tests/unit/errorCatalogue.test.ts the
  * error tables.)
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse } from 'yaml';
 import { SETTING_NAMES } from '../../lib/config';
 
 const ROOT = join(__dirname, '..', '..');
@@ -136,6 +138,55 @@ describe('every command a document tells a person to run exists', () => {
     expect(given.length).toBeGreaterThan(5);
     const refused = given.filter(({ source, flag }) => !acceptedFlags(source).has(flag));
     expect(refused.map(({ l, source, flag }) => `${flag} is not an option of ${source} (${at(l)})`)).toEqual([]);
+  });
+
+  /** A workflow of .github/workflows/ by file name, with its dispatch inputs (undefined: no such file, or not dispatchable). */
+  function dispatchInputs(file: string): Record<string, { required?: boolean; default?: unknown; options?: string[] }> | undefined {
+    const path = join(ROOT, '.github', 'workflows', file);
+    if (!existsSync(path)) return undefined;
+    const on = (parse(readFileSync(path, 'utf8')) as { on: Record<string, { inputs?: Record<string, object> } | null> }).on;
+    return on.workflow_dispatch === undefined ? undefined : (on.workflow_dispatch?.inputs ?? {});
+  }
+
+  /** What is wrong with a `gh workflow run <file> -f name=value …` (or `gh run list -w <file>`) command: [] when nothing. */
+  function workflowCommandProblems(command: string): string[] {
+    const listed = /\bgh run (?:list|watch)\b.*?(?:-w|--workflow) ([\w.-]+)/.exec(command);
+    if (listed) return existsSync(join(ROOT, '.github', 'workflows', listed[1])) ? [] : [`no workflow ${listed[1]}`];
+    const run = /\bgh workflow run ([\w.-]+)((?:\s+(?:-f|--raw-field|-F|--field) [\w-]+=\S*)*)/.exec(command);
+    if (!run) return [];
+    const inputs = dispatchInputs(run[1]);
+    if (inputs === undefined) return [`no workflow ${run[1]} that can be dispatched`];
+    const given = Object.fromEntries([...run[2].matchAll(/(?:-f|--raw-field|-F|--field) ([\w-]+)=(\S*)/g)].map((m) => [m[1], m[2]]));
+    return [
+      ...Object.keys(given)
+        .filter((name) => !(name in inputs))
+        .map((name) => `${run[1]} has no input ${name}`),
+      ...Object.entries(inputs)
+        .filter(([name, input]) => input.required === true && input.default === undefined && !(name in given))
+        .map(([name]) => `${run[1]} needs input ${name}`),
+      ...Object.entries(given)
+        .filter(([name, value]) => inputs[name]?.options !== undefined && !value.startsWith('<') && !inputs[name].options?.includes(value))
+        .map(([name, value]) => `${run[1]}: ${value} is not an option of ${name}`),
+    ];
+  }
+
+  test('every `gh workflow run` names a workflow of .github/workflows/ that can be dispatched, with its inputs (and `gh run list -w` a workflow)', () => {
+    const commands = CODE.filter((l) => /\bgh (?:workflow run|run (?:list|watch)\b.*?(?:-w|--workflow) )/.test(l.text));
+    expect(commands.filter((l) => /gh workflow run stop-client\.yml/.test(l.text)).length).toBeGreaterThanOrEqual(2); // runbook and deploy.md
+    expect(commands.flatMap((l) => workflowCommandProblems(l.text).map((p) => `${p} (${at(l)})`))).toEqual([]);
+  });
+
+  test('the workflow command check can fail: a missing file, an unknown or missing input, a value not among the options', () => {
+    expect(workflowCommandProblems('gh workflow run stop-client.yml -f environment=prod -f client_id=<client id>')).toEqual([]);
+    expect(workflowCommandProblems('gh workflow run stop.yml -f environment=prod')).toEqual(['no workflow stop.yml that can be dispatched']);
+    expect(workflowCommandProblems('gh workflow run stop-client.yml -f environment=prod -f client=<id>')).toEqual([
+      'stop-client.yml has no input client',
+      'stop-client.yml needs input client_id',
+    ]);
+    expect(workflowCommandProblems('gh workflow run stop-client.yml -f environment=staging -f client_id=<id>')).toEqual([
+      'stop-client.yml: staging is not an option of environment',
+    ]);
+    expect(workflowCommandProblems('gh run list -w rollback.yml -b main')).toEqual(['no workflow rollback.yml']);
   });
 
   test('the flag check can fail: an option a script does not parse is refused', () => {

@@ -1515,6 +1515,45 @@ describe('Microsoft Entra ID as code: the Microsoft Graph Bicep extension', () =
     expect(literalVar(writer, 'storageTableDataContributor')).toBe('0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3');
     expect(mainFile().root.text).toContain("module partnersWriter 'modules/partnersWriter.bicep' = if (!empty(partnerWriterPrincipalId)) {");
   });
+
+  test("the stop identity's only role: Storage Table Data Contributor on the Partners table, when named", () => {
+    // The same one-assignment module as the deployer's (above): that role, scoped to the Partners table.
+    expect(mainFile().root.text).toContain("module partnersStopper 'modules/partnersWriter.bicep' = if (!empty(stopPrincipalId)) {");
+    expect(Object.fromEntries(Object.entries(mainModule('partnersStopper').params).map(([k, v]) => [k, exprText(v)]))).toEqual({
+      principalId: 'stopPrincipalId',
+      principalType: '"ServicePrincipal"',
+      storageAccountName: 'storage.outputs.name',
+      partnersTableName: 'partnersTableName',
+      purpose: expect.stringContaining('stop-client workflow'),
+    });
+    expect(mainFile().params.get('stopPrincipalId')).toMatchObject({ type: 'string', hasDefault: true, defaultValue: '' });
+    // No other template names it: nothing else is granted to it.
+    const naming = [...files.values()].filter((f) => /\bstopPrincipalId\b/.test(f.root.text)).map((f) => relative(INFRA, f.path));
+    expect(naming.sort()).toEqual(['bootstrap.bicep', 'main.bicep', join('modules', 'pipelineIdentities.bicep')].sort());
+    expect(
+      [...files.values()].flatMap((f) =>
+        f.resources
+          .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments' && /stop/i.test(exprText(at(r.body, 'properties.principalId'))))
+          .map((r) => r.symbol),
+      ),
+    ).toEqual([]);
+    // scripts/deploy.sh passes the pipeline file's stopPrincipalId.
+    expect(readFileSync(join(ROOT, 'scripts', 'deploy.sh'), 'utf8')).toContain('writer_args+=("stopPrincipalId=${stop_principal}")');
+  });
+
+  test("the bootstrap's storageAccountName is main.bicep's storage account name, over the same resource group id", () => {
+    // The stop identity reads nothing but the Partners table, so the stop-client workflow takes the account
+    // from the pipeline file, which the bootstrap fills: the same expression, resourceGroup().id there being
+    // the group's id here (scripts/deploy.sh also refuses a pipeline file that names another account).
+    const bootstrapName = /^output storageAccountName string = (.+)$/m.exec(file(BOOTSTRAP).root.text)?.[1] ?? '';
+    const suffix = mainFile().vars.get('suffix')?.text ?? '';
+    expect(suffix).toBe('take(uniqueString(resourceGroup().id), 6)');
+    const mainName = exprText(mainModule('storage').params.name).replace('${suffix}', `\${${suffix}}`);
+    expect(bootstrapName.replace('uniqueString(group.id)', 'uniqueString(resourceGroup().id)')).toBe(mainName);
+    expect(file(BOOTSTRAP).params.get('appName')?.defaultValue).toBe(mainFile().params.get('appName')?.defaultValue);
+    for (const env of ENVIRONMENTS) expect(envValue(env, 'appName')).toBeUndefined();
+    expect(readFileSync(join(ROOT, 'scripts', 'deploy.sh'), 'utf8')).toContain('the stop-client workflow would not find the Partners table');
+  });
 });
 
 describe('bootstrap: the pipeline signs in with federated credentials declared in Bicep, no secret', () => {
@@ -1535,11 +1574,12 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     ]);
   });
 
-  test("each identity trusts GitHub's issuer for the Entra token exchange only: deploy its GitHub environment, plan the pull requests", () => {
+  test("each identity trusts GitHub's issuer for the Entra token exchange only: deploy its GitHub environment, plan the pull requests, stop <env>-stop", () => {
     const credentials = identities().resources.filter((r) => r.type === 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials');
     expect(credentials.map((c) => [exprText(c.body.parent), exprText(at(c.body, 'properties.subject'))])).toEqual([
       ['deploy', "'${form.prefix}:environment:${environmentName}'"],
       ['plan', "'${form.prefix}:pull_request'"],
+      ['stop', "'${form.prefix}:environment:${environmentName}-stop'"],
     ]);
     for (const c of credentials) {
       expect(exprText(at(c.body, 'properties.issuer'))).toBe('githubIssuer');
@@ -1551,7 +1591,8 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
 
   test('the credentials of one identity are written one at a time (Entra answers 409 to concurrent writes under one identity)', () => {
     const text = identities().root.text;
-    for (const symbol of ['deployFromEnvironment', 'planFromPullRequests']) expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
+    for (const symbol of ['deployFromEnvironment', 'planFromPullRequests', 'stopFromEnvironment'])
+      expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
   });
 
   test('the deploying identity may assign only the roles infra/ assigns (the app, the deployer, the on-call group); the plan identity writes nothing', () => {
@@ -1572,6 +1613,8 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     expect(byPrincipal.filter(([principal]) => principal.startsWith('plan.'))).toEqual([
       ['plan.properties.principalId', "subscriptionResourceId('Microsoft.Authorization/roleDefinitions', whatIfRoleId)"],
     ]);
+    // The stop identity holds nothing at the bootstrap: its one role is main.bicep's (partnersStopper, below).
+    expect(byPrincipal.filter(([principal]) => principal.startsWith('stop.'))).toEqual([]);
     const whatIf = file(BOOTSTRAP).resources.find((r) => r.symbol === 'whatIfRole') as Resource;
     expect(at(whatIf.body, 'properties.permissions')).toEqual([
       { actions: ['*/read', 'Microsoft.Resources/deployments/whatIf/action', 'Microsoft.Resources/deployments/validate/action'], notActions: [] },
@@ -1626,6 +1669,17 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
       const credentials = await bootstrap(env);
       expect(identitiesOf(credentials, githubToken(repository, deployJob(env)))).toEqual([`id-drawreq-${env}-deploy`]);
     });
+
+    test.each(SHAPES)(
+      '%s subjects: a token from the GitHub environment <env>-stop matches exactly one credential, of the stop identity',
+      async (_shape, repository) => {
+        const credentials = await bootstrap(env);
+        expect(identitiesOf(credentials, githubToken(repository, deployJob(`${env}-stop`)))).toEqual([`id-drawreq-${env}-stop`]);
+        // Another environment's stop, or a stop job's token for the deploy identity's environment, matches no stop credential.
+        expect(identitiesOf(credentials, githubToken(repository, deployJob(`${other}-stop`)))).toEqual([]);
+        expect(identitiesOf(credentials, githubToken(repository, deployJob(env)))).not.toContain(`id-drawreq-${env}-stop`);
+      },
+    );
 
     test.each(SHAPES)('%s subjects: a token from a pull request matches exactly one credential, of the plan identity', async (_shape, repository) => {
       const credentials = await bootstrap(env);
@@ -1687,6 +1741,7 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
       expect(credentials.map((c) => [c.identity, c.name, c.subject])).toEqual([
         [`id-drawreq-${env}-deploy`, `github-environment-${env}`, `repo:octo-org/octo-repo:environment:${env}`],
         [`id-drawreq-${env}-plan`, 'github-pull-requests', 'repo:octo-org/octo-repo:pull_request'],
+        [`id-drawreq-${env}-stop`, `github-environment-${env}-stop`, `repo:octo-org/octo-repo:environment:${env}-stop`],
       ]);
       expect(identitiesOf(credentials, githubToken(IMMUTABLE, deployJob(env)))).toEqual([]);
     });
@@ -1699,7 +1754,7 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
         const credentials = await bootstrap(env, { githubSubjectFormat: format });
         const byIdentity = new Map<string, FederatedCredential[]>();
         for (const c of credentials) byIdentity.set(c.identity, [...(byIdentity.get(c.identity) ?? []), c]);
-        expect([...byIdentity.keys()].sort()).toEqual([`id-drawreq-${env}-deploy`, `id-drawreq-${env}-plan`]);
+        expect([...byIdentity.keys()].sort()).toEqual([`id-drawreq-${env}-deploy`, `id-drawreq-${env}-plan`, `id-drawreq-${env}-stop`]);
         for (const [identity, own] of byIdentity) {
           expect({ identity, count: own.length <= MAX_CREDENTIALS_PER_IDENTITY }).toEqual({ identity, count: true });
           expect(new Set(own.map((c) => c.name)).size).toBe(own.length);
@@ -1730,6 +1785,8 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
       'github-environment-dev-immutable',
       'github-pull-requests',
       'github-pull-requests-immutable',
+      'github-environment-dev-stop',
+      'github-environment-dev-stop-immutable',
     ]);
   });
 

@@ -47,8 +47,8 @@ const text = (file: string) => readFileSync(join(DIR, file), 'utf8');
 const workflow = (file: string) => parse(text(file)) as Workflow;
 const allSteps = () => FILES.flatMap((f) => Object.values(workflow(f).jobs).flatMap((j) => (j.steps ?? []).map((s) => ({ file: f, step: s }))));
 
-test('the pipeline is two files: deploy.yml and the environment deployment it calls', () => {
-  expect(FILES.sort()).toEqual(['deploy-environment.yml', 'deploy.yml']);
+test("the pipeline is two files, deploy.yml and the environment deployment it calls, and on-call's stop-client.yml", () => {
+  expect(FILES.sort()).toEqual(['deploy-environment.yml', 'deploy.yml', 'stop-client.yml']);
 });
 
 describe.each(FILES)('%s', (file) => {
@@ -82,8 +82,12 @@ test('every action is pinned to a full commit, with the release it is in a comme
 test('no secret anywhere: no secrets context, no credentials input; Azure sign-in by federation only', () => {
   for (const file of FILES) expect(text(file)).not.toMatch(/secrets\.|creds:|client-secret|password/i);
   const logins = allSteps().filter(({ step }) => step.uses?.startsWith('azure/login@'));
-  expect(logins.length).toBe(3); // what-if; deploy, and again before the smoke check's token
-  for (const { step } of logins) expect(Object.keys(step.with ?? {}).sort()).toEqual(['client-id', 'subscription-id', 'tenant-id']);
+  expect(logins.length).toBe(4); // what-if; deploy, and again before the smoke check's token; stop-client
+  // The stop identity holds no role on the subscription (only on the Partners table): none to select.
+  for (const { file, step } of logins)
+    expect(Object.keys(step.with ?? {}).sort()).toEqual(
+      file === 'stop-client.yml' ? ['allow-no-subscriptions', 'client-id', 'tenant-id'] : ['client-id', 'subscription-id', 'tenant-id'],
+    );
 });
 
 test("each sign-in presents the subject its identity trusts: deploy from a job in the GitHub environment, plan from a pull request's job in none", () => {
@@ -99,6 +103,8 @@ test("each sign-in presents the subject its identity trusts: deploy from a job i
     ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
     ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
     ['deploy.yml', 'what-if', '${{ steps.target.outputs.planClientId }}', null, "github.event_name == 'pull_request'"],
+    // On-call's stop: the stop identity, from <env>-stop (its own credential; no reviewers there).
+    ['stop-client.yml', 'stop', '${{ steps.target.outputs.stopClientId }}', '${{ inputs.environment }}-stop', null],
   ]);
   expect(Object.keys(workflow('deploy-environment.yml').on)).toEqual(['workflow_call']);
 });
@@ -118,7 +124,7 @@ test('scripts never hold ${{ }}: values reach them through env (no expression in
     if (step.run !== undefined) expect({ file, run: step.run }).toEqual({ file, run: expect.not.stringContaining('${{') });
 });
 
-test('every Azure call goes through scripts/deploy.sh: no az in the workflows themselves', () => {
+test('every Azure call goes through scripts/deploy.sh or scripts/stopClient.sh: no az in the workflows themselves', () => {
   for (const { step } of allSteps()) expect(step.run ?? '').not.toMatch(/(^|\s)az\s/);
 });
 
@@ -241,5 +247,63 @@ describe('the order of a release', () => {
       steps: "${{ inputs.with_infrastructure && 'all' || 'code' }}",
     });
     expect(deploy().jobs.build.if).toBe("github.event_name != 'workflow_dispatch'");
+  });
+});
+
+describe("on-call's emergency stop (stop-client.yml)", () => {
+  const stop = () => workflow('stop-client.yml');
+  const GUID = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
+
+  test('dispatched by hand with the environment (dev or prod) and the client application id, nothing else', () => {
+    expect(stop().on).toEqual({
+      workflow_dispatch: {
+        inputs: {
+          environment: { description: expect.any(String), type: 'choice', options: ['dev', 'prod'], required: true },
+          client_id: { description: expect.any(String), type: 'string', required: true },
+        },
+      },
+    });
+  });
+
+  test('the first job refuses another branch and a client id that is not a GUID before anything is checked out, with no Azure token', () => {
+    const { target } = stop().jobs;
+    expect(target['runs-on']).toBe('ubuntu-24.04');
+    expect(target.permissions).toEqual({ contents: 'read' });
+    expect(target.environment).toBeUndefined();
+    const steps = target.steps ?? [];
+    expect(steps.map((s) => s.uses?.replace(/@.*$/, '') ?? s.name)).toEqual([
+      'dispatched from main',
+      'the client id is a client application id (a GUID)',
+      'actions/checkout',
+      "the stop job's runner (the environment's runner group in its network, or GitHub-hosted)",
+    ]);
+    expect(steps[1].env).toEqual({ CLIENT_ID: '${{ inputs.client_id }}' });
+    // The same pattern as scripts/stopClient.sh, which checks again whoever runs it.
+    expect(steps[1].run).toContain(`[[ "$CLIENT_ID" =~ ${GUID} ]]`);
+    expect(readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8')).toContain(`[[ "$client" =~ ${GUID} ]]`);
+    expect(steps[3].run).toBe(`bash scripts/target.sh "$ENVIRONMENT" | grep '^runsOn=' >> "$GITHUB_OUTPUT"`);
+    expect(target.outputs).toEqual({ 'runs-on': '${{ steps.runner.outputs.runsOn }}' });
+  });
+
+  test("the stop job runs where the environment's storage answers, in <env>-stop, and runs scripts/stopClient.sh only", () => {
+    const job = stop().jobs.stop;
+    expect(job.needs).toBe('target');
+    expect(job['runs-on']).toBe('${{ fromJSON(needs.target.outputs.runs-on) }}');
+    expect(job.environment).toBe('${{ inputs.environment }}-stop');
+    expect(job.permissions).toEqual({ contents: 'read', 'id-token': 'write' });
+    const runs = (job.steps ?? []).filter((s) => s.run !== undefined);
+    expect(runs.map((s) => s.run)).toEqual([
+      'bash scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
+      'bash scripts/stopClient.sh "$ENVIRONMENT" "$CLIENT_ID"',
+    ]);
+    expect(runs[1].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
+  });
+
+  test('scripts/stopClient.sh reads the row, then only merges Active=false conditioned on its ETag: never true, never insert, replace or delete', () => {
+    const script = readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8').replace(/^\s*#.*$/gm, '');
+    expect([...script.matchAll(/\baz ([a-z]+ [a-z]+ [a-z]+)/g)].map((m) => m[1])).toEqual(['storage entity show', 'storage entity merge']);
+    expect(script).toContain('--if-match "$etag"');
+    expect(script).toContain('Active=false Active@odata.type=Edm.Boolean');
+    expect(script).not.toMatch(/Active=(?!false\b)/);
   });
 });
