@@ -6,7 +6,8 @@
 #
 # It only ever writes Active=false: never true, never a delete, never a new row. A client id that is not
 # a GUID is refused before any Azure call; one with no Partners row is refused and nothing is written. The
-# merge carries the ETag of the row as read, so it can neither create a row nor undo a write made since.
+# merge carries If-Match: *, which Table storage applies to an existing row only: it never creates one
+# (without it, a merge may be an Insert Or Merge).
 # The account is the pipeline file's storageAccountName: the stop identity may read the Partners table
 # and nothing else, so it cannot ask Azure where the table is.
 #
@@ -61,14 +62,14 @@ if ! row="$(az storage entity show --auth-mode login --account-name "$account" -
   exit 1
 fi
 # The partner id last: it may hold spaces.
-read -r etag active partner < <(node -e '
+read -r active partner < <(node -e '
   const row = JSON.parse(process.argv[1]);
-  console.log(`${row.etag} ${row.Active ?? "-"} ${row.PartnerId ?? "-"}`);
+  console.log(`${row.Active ?? "-"} ${row.PartnerId ?? "-"}`);
 ' "$row")
 
-if ! az storage entity merge --auth-mode login --account-name "$account" --table-name "$table" --if-match "$etag" \
+if ! az storage entity merge --auth-mode login --account-name "$account" --table-name "$table" --if-match '*' \
   --entity PartitionKey="$client" RowKey="" Active=false Active@odata.type=Edm.Boolean --output none; then
-  echo "the Partners row of ${client} was not changed (changed since it was read, or refused): run the workflow again" >&2
+  echo "the Partners row of ${client} was not changed (removed since it was read, or refused): nothing is created; see the error above" >&2
   exit 1
 fi
 

@@ -218,7 +218,8 @@ switch (command) {
   }
   case 'storage entity merge': {
     // Table storage's Merge Entity: with If-Match, only an existing row whose ETag matches (or any, for *);
-    // without it, Insert Or Merge, which creates the row.
+    // without it, modelled as the REST API's Insert Or Merge, which creates the row (a script must not rely
+    // on the CLI's default).
     admitOnNetwork();
     const entity = entityGiven();
     const table = `${option('--account-name')}/${option('--table-name')}`;

@@ -299,10 +299,10 @@ describe("on-call's emergency stop (stop-client.yml)", () => {
     expect(runs[1].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
   });
 
-  test('scripts/stopClient.sh reads the row, then only merges Active=false conditioned on its ETag: never true, never insert, replace or delete', () => {
+  test('scripts/stopClient.sh reads the row, then only merges Active=false into an existing row (If-Match: *): never true, never insert, replace or delete', () => {
     const script = readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8').replace(/^\s*#.*$/gm, '');
     expect([...script.matchAll(/\baz ([a-z]+ [a-z]+ [a-z]+)/g)].map((m) => m[1])).toEqual(['storage entity show', 'storage entity merge']);
-    expect(script).toContain('--if-match "$etag"');
+    expect(script).toContain("--if-match '*'");
     expect(script).toContain('Active=false Active@odata.type=Edm.Boolean');
     expect(script).not.toMatch(/Active=(?!false\b)/);
   });
