@@ -226,7 +226,7 @@ describe('a retry with the same key and the same batch', () => {
       chaos.decide = (kind) => {
         if (kind !== 'commit') return { kind: 'pass' };
         committing();
-        return { kind: 'delay', ms: 1_500 }; // within the commit's 5 s bound: A2 lands and is answered 204
+        return { kind: 'delay', ms: 1_500 }; // within the commit's bound (UNHURRIED_TIMEOUTS): A2 lands and is answered 204
       };
       moveClockTo(taken + KEY_LIFETIME_MS - 1_000);
       const a2 = h.post([draw(loan)], keyed(key));

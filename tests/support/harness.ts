@@ -42,6 +42,7 @@ export interface PostOptions {
 export type Claims = Record<string, unknown>;
 
 export interface HarnessOptions {
+  /** UNHURRIED_TIMEOUTS unless given. */
   readonly timeouts?: StoreTimeouts;
   /** Keep Azurite's data on disk here, so it survives a restart. */
   readonly location?: string;
@@ -51,6 +52,15 @@ export interface HarnessOptions {
   /** For TABLES_ENDPOINT settings. */
   readonly credential?: TokenCredential;
 }
+
+/**
+ * The storage time bounds of every handler a test builds without its own: far above what a starved test
+ * process waits. A test that is not about deadlines must not fail because the machine is busy: at load 7 on
+ * 2 cores a single read to Azurite took over 5 s, so the production bounds (DEFAULT_TIMEOUTS, 2 s per attempt)
+ * expired and healthy storage was answered 502. Tests of the bounds set their own (storageDeadlines.test.ts).
+ * Below Jest's 30 s per test, so a call that never ends still fails as a 502 the test can explain.
+ */
+export const UNHURRIED_TIMEOUTS: StoreTimeouts = { attemptMs: 20_000, readMs: 25_000, commitMs: 25_000 };
 
 let loanCounter = 100_000 + Math.floor(Math.random() * 1_000_000) * 10;
 
@@ -135,7 +145,11 @@ export class Harness {
   /** A fresh handler instance (new caches), as a new Functions instance would have. */
   rebuild(options: HarnessOptions = {}, settings: Settings = this.settings): void {
     this.config = loadConfig(settings);
-    this.deps = createDependencies(this.config, { telemetry: recordingTelemetry((record) => this.records.push(record)), ...options });
+    this.deps = createDependencies(this.config, {
+      timeouts: UNHURRIED_TIMEOUTS,
+      telemetry: recordingTelemetry((record) => this.records.push(record)),
+      ...options,
+    });
     this.handler = createDrawRequestHandler(this.deps);
   }
 

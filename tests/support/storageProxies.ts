@@ -64,8 +64,11 @@ export async function startDelayProxy(targetPort: number, delayMs = 0): Promise<
  * - `loseCommitAnswer`: forwards transactions to storage (so they land) but never answers them.
  * - `blackhole`: holds every request unanswered, reads included, as a storage account that has stopped
  *   answering but still accepts connections.
+ * - `stallOnCommitAnswer`: forwards transactions (so they land) and relays storage's answer, then holds
+ *   this whole process up for `stallMs`, as a machine that stops running the service just as storage
+ *   answers: its deadline falls due before it reads the answer.
  */
-export type FaultMode = 'pass' | 'busy' | 'holdCommit' | 'loseCommitAnswer' | 'blackhole';
+export type FaultMode = 'pass' | 'busy' | 'holdCommit' | 'loseCommitAnswer' | 'blackhole' | 'stallOnCommitAnswer';
 
 /** A request the proxy left unanswered, and when the client gave up on it by closing its connection. */
 export interface UnansweredRequest {
@@ -78,6 +81,8 @@ export interface UnansweredRequest {
 
 export interface FaultProxy extends Proxy {
   mode: FaultMode;
+  /** How long `stallOnCommitAnswer` holds the process up. */
+  stallMs: number;
   /**
    * Holds forwarded answers until this many requests are in flight at once (or 3 s have passed),
    * then opens for good: calls made in parallel are all seen together; calls in sequence never are.
@@ -160,6 +165,15 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       req.resume();
       return;
     }
+    if (commit && proxy.mode === 'stallOnCommitAnswer') {
+      send(req, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        // After the pipe's own 'end' listener: the answer is written to the service's socket, then nothing runs.
+        answer.once('end', () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, proxy.stallMs));
+      });
+      return;
+    }
     if (commit && proxy.mode === 'loseCommitAnswer') {
       hold();
       send(req, (answer) => answer.resume()); // it lands; the service never hears
@@ -183,6 +197,10 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       }, 3_000);
     });
   });
+  // Idle connections stay open until the service closes them: Node's server would close them after 5 s, and
+  // on a busy machine the pause between two of a test's requests is longer (connections.opened then counts
+  // the proxy's closing, not the service's).
+  server.keepAliveTimeout = 0;
   server.on('connection', (socket: Socket) => {
     proxy.connections.opened += 1;
     proxy.connections.open += 1;
@@ -192,6 +210,7 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   const proxy: FaultProxy = {
     port: (server.address() as { port: number }).port,
     mode: 'pass',
+    stallMs: 0,
     gate: 0,
     counts: { reads: 0, commits: 0, other: 0 },
     maxInFlight: 0,
