@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { DETAILS, ELEMENT_RULES, ERRORS, REQUEST_ERRORS, documentedDetail, type DetailKey } from '../../lib/errorCatalogue';
 import { ERROR_NAMES } from '../../lib/problem';
 import { openApi } from '../support/contract';
+import { tableRows } from '../support/markdown';
 
 const read = (file: string) => readFileSync(join(__dirname, '..', '..', file), 'utf8');
 
@@ -18,24 +19,6 @@ function section(text: string, heading: RegExp): string {
   const rest = text.slice(start);
   const next = rest.search(/\n#{1,6} /);
   return next < 0 ? rest : rest.slice(0, next);
-}
-
-/** The body rows (cells trimmed) of the Markdown table whose header row matches `header`. */
-function table(text: string, header: RegExp): string[][] {
-  const lines = text.split('\n');
-  const at = lines.findIndex((line) => header.test(line));
-  if (at < 0) throw new Error(`no table with header ${header}`);
-  const rows: string[][] = [];
-  for (const line of lines.slice(at + 2)) {
-    if (!line.startsWith('|')) break;
-    rows.push(
-      line
-        .slice(1, line.trimEnd().length - 1)
-        .split('|')
-        .map((cell) => cell.trim()),
-    );
-  }
-  return rows;
 }
 
 const codeSpans = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
@@ -64,20 +47,20 @@ describe('docs/contract.md', () => {
   const contract = read('docs/contract.md');
 
   test('§2.3 lists exactly the rules, in order, with their names, codes and details', () => {
-    const rows = table(section(contract, /^### 2\.3 /m), /^\| # \| `error` \| `code` \|/);
+    const rows = tableRows(section(contract, /^### 2\.3 /m), /^\| # \| `error` \| `code` \|/);
     expect(rows.map((cells) => ({ rule: Number(cells[0]), error: cells[1], code: unquote(cells[2]), details: codeSpans(cells[5]) }))).toEqual(
       ELEMENT_RULES.map((r) => ({ rule: r.rule, error: ERROR_NAMES[r.code], code: r.code, details: r.details.map(documentedDetail) })),
     );
   });
 
   test('§2.2 lists exactly the request-level errors, in the order they are checked', () => {
-    const rows = table(section(contract, /^### 2\.2 /m), /^\| Condition \| `detail` \|/);
+    const rows = tableRows(section(contract, /^### 2\.2 /m), /^\| Condition \| `detail` \|/);
     expect(rows.map((cells) => codeSpans(cells[1])[0])).toEqual(REQUEST_ERRORS.map(documentedDetail));
   });
 });
 
 test("docs/partners.md's rule table lists exactly the rules, in order, with names, codes and when each applies", () => {
-  const rows = table(section(read('docs/partners.md'), /^## 4\. Reading an error/m), /^\| # \| `error` \| `code` \| when \|/);
+  const rows = tableRows(section(read('docs/partners.md'), /^## 4\. Reading an error/m), /^\| # \| `error` \| `code` \| when \|/);
   expect(rows.map(([rule, error, code, when]) => ({ rule: Number(rule), error, code: unquote(code), when }))).toEqual(
     ELEMENT_RULES.map((r) => ({ rule: r.rule, error: ERROR_NAMES[r.code], code: r.code, when: r.when })),
   );

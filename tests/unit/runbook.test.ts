@@ -7,6 +7,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../../lib/config';
+import { tableRows } from '../support/markdown';
 
 const ROOT = join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -20,24 +21,6 @@ function section(heading: string): string {
   const rest = RUNBOOK.slice(start + heading.length + 2);
   const end = rest.search(new RegExp(`^#{2,${level.length}} `, 'm'));
   return end < 0 ? rest : rest.slice(0, end);
-}
-
-/** The rows of the Markdown table whose header row matches `header`, as trimmed cells. */
-function tableRows(text: string, header: RegExp): string[][] {
-  const lines = text.split('\n');
-  const at = lines.findIndex((l) => header.test(l));
-  if (at < 0) throw new Error(`no table with header ${header}`);
-  const rows: string[][] = [];
-  for (const line of lines.slice(at + 2)) {
-    if (!line.startsWith('|')) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split(' | ')
-        .map((c) => c.trim()),
-    );
-  }
-  return rows;
 }
 
 describe('Paged? Start here', () => {
