@@ -41,7 +41,8 @@ export interface WiringOptions {
 
 /** One set of long-lived pieces per instance: caches live as long as the instance. */
 export function createDependencies(config: Config, options: WiringOptions = {}): DrawRequestDeps {
-  const store = new TableStore(config.tables, options.timeouts ?? DEFAULT_TIMEOUTS, options.credential);
+  const recording = options.telemetry !== undefined && options.telemetry !== noTelemetry;
+  const store = new TableStore(config.tables, options.timeouts ?? DEFAULT_TIMEOUTS, options.credential, recording);
   const now = options.now ?? (() => new Date());
   return {
     config,

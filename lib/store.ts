@@ -291,12 +291,14 @@ export class TableStore {
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
   private readonly tables: TablesConfig;
-  private readonly telemetry: StorageTelemetry;
+  /** Absent when telemetry is off: no round context, no pipeline policy (lib/storageTelemetry.ts). */
+  private readonly telemetry?: StorageTelemetry;
 
   constructor(
     config: TablesConfig,
     private readonly timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
     credential?: TokenCredential,
+    recordRounds = false,
   ) {
     const retrying = { retryOptions: { maxRetries: 2, retryDelayInMs: 100, maxRetryDelayInMs: 500 } };
     // A transaction is not idempotent: a retry after a lost answer would report our own rows as a conflict.
@@ -305,8 +307,8 @@ export class TableStore {
       config.connectionString === undefined ? (config.endpoint as string) : TableClient.fromConnectionString(config.connectionString, 'probe').url;
     const agent = storageAgent(account);
     this.tables = config;
-    this.telemetry = new StorageTelemetry(account);
-    const telemetry = { additionalPolicies: [{ policy: this.telemetry.policy, position: 'perRetry' as const }] };
+    this.telemetry = recordRounds ? new StorageTelemetry(account) : undefined;
+    const telemetry = this.telemetry === undefined ? {} : { additionalPolicies: [{ policy: this.telemetry.policy, position: 'perRetry' as const }] };
     const client = (table: string, clientOptions: object): TableClient => {
       const options = { ...clientOptions, ...telemetry };
       if (config.connectionString !== undefined) {
@@ -388,6 +390,7 @@ export class TableStore {
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
     const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
     const spec: RoundSpec = { operation: 'commitDraws', tables: [this.tables.drawsTable], method: 'POST', entity: { partitionKey: context.day } };
+    if (this.telemetry === undefined) return this.commit(rows, actions);
     // A conflict is an answer the logic handles (the 400 names the element), not a failure.
     return this.telemetry.round(
       spec,
@@ -519,6 +522,7 @@ export class TableStore {
         return { ok: false, failure: classify(error, spec.operation) };
       }
     };
+    if (this.telemetry === undefined) return run();
     return this.telemetry.round(spec, run, (result) => (result.ok ? undefined : result.failure));
   }
 }

@@ -268,6 +268,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   // (APPLICATIONINSIGHTS_STATSBEAT_DISABLED alone only drops some of them; APPLICATION_INSIGHTS_NO_STATSBEAT stops them.)
   process.env.APPLICATIONINSIGHTS_STATSBEAT_DISABLED ??= 'true';
   process.env.APPLICATION_INSIGHTS_NO_STATSBEAT ??= 'true';
+  // The distro sets the Azure SDK's logger to `warning` when AZURE_LOG_LEVEL is unset, and every commit
+  // then writes "The baseUri option for SDK Clients has been deprecated" (@azure/data-tables builds a
+  // client per transaction) to the host's log: a line per batch that tells on-call nothing. Errors still
+  // print; an AZURE_LOG_LEVEL that is set wins (docs/decisions.md, "Telemetry settings").
+  process.env.AZURE_LOG_LEVEL ??= 'error';
   // cloud_RoleName on-call filters by: the function app's name in Azure.
   process.env.OTEL_SERVICE_NAME ??= process.env.WEBSITE_SITE_NAME ?? 'draw-request-service';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
