@@ -140,7 +140,7 @@ param authAlgorithms array = [
   'RS256'
 ]
 
-// ---------------------------------------------------------------- partners (docs/deploy.md, "Add a partner")
+// ---------------------------------------------------------------- partners (docs/deploy.md, "3. Partners as data")
 
 @description('Partners of this environment: [{ partnerId, clientAppId, active? }]. Each client application is granted the app role, and its Partners row is written by the deployment.')
 param partners array = []
