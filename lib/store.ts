@@ -290,7 +290,10 @@ export class TableStore {
   private readonly draws: TableClient;
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
-  private readonly tables: TablesConfig;
+  /** The read rounds, as telemetry names them: built once, not per request. */
+  private readonly reads: Readonly<Record<'readPartner' | 'readBatchState' | 'readDraws' | 'readKeyRecord', RoundSpec>>;
+  private readonly drawsTable: string;
+  private readonly keysTable: string;
   /** Absent when telemetry is off: no round context, no pipeline policy (lib/storageTelemetry.ts). */
   private readonly telemetry?: StorageTelemetry;
 
@@ -306,7 +309,15 @@ export class TableStore {
     const account =
       config.connectionString === undefined ? (config.endpoint as string) : TableClient.fromConnectionString(config.connectionString, 'probe').url;
     const agent = storageAgent(account);
-    this.tables = config;
+    const read = (operation: keyof TableStore['reads'], ...tables: string[]): RoundSpec => ({ operation, tables, method: 'GET' });
+    this.reads = {
+      readPartner: read('readPartner', config.partnersTable),
+      readBatchState: read('readBatchState', config.loansTable, config.drawsTable),
+      readDraws: read('readDraws', config.drawsTable),
+      readKeyRecord: read('readKeyRecord', config.idempotencyTable),
+    };
+    this.drawsTable = config.drawsTable;
+    this.keysTable = config.idempotencyTable;
     this.telemetry = recordRounds ? new StorageTelemetry(account) : undefined;
     const telemetry = this.telemetry === undefined ? {} : { additionalPolicies: [{ policy: this.telemetry.policy, position: 'perRetry' as const }] };
     const client = (table: string, clientOptions: object): TableClient => {
@@ -327,7 +338,7 @@ export class TableStore {
 
   /** Point read of one Partners row; undefined when the client is not registered. */
   async readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>> {
-    return this.guard({ operation: 'readPartner', tables: [this.tables.partnersTable], method: 'GET' }, this.timeouts.readMs, async (signal) => {
+    return this.guard(this.reads.readPartner, this.timeouts.readMs, async (signal) => {
       const row = await this.pointRead(signal, this.partners, clientId, '', ['PartnerId', 'Active']);
       if (row === undefined) return undefined;
       // Absent means active; any value other than true (a string "false", 0 …) fails closed.
@@ -338,8 +349,7 @@ export class TableStore {
   /** One parallel round of point reads: the batch's loans and today's draw rows for them. */
   async readBatchState(day: string, loanNumbers: readonly string[]): Promise<StoreResult<BatchState>> {
     const unique = [...new Set(loanNumbers)];
-    const tables = [this.tables.loansTable, this.tables.drawsTable];
-    return this.guard({ operation: 'readBatchState', tables, method: 'GET' }, this.timeouts.readMs, async (signal) => {
+    return this.guard(this.reads.readBatchState, this.timeouts.readMs, async (signal) => {
       const [loanRows, drawRows] = await Promise.all([
         Promise.all(unique.map((n) => this.pointRead(signal, this.loans, n, '', LOAN_COLUMNS))),
         Promise.all(unique.map((n) => this.pointRead(signal, this.draws, day, n, DRAW_COLUMNS))),
@@ -368,7 +378,7 @@ export class TableStore {
    */
   async readDraws(day: string, loanNumbers: readonly string[]): Promise<StoreResult<ReadonlyMap<string, PriorDraw>>> {
     const unique = [...new Set(loanNumbers)];
-    return this.guard({ operation: 'readDraws', tables: [this.tables.drawsTable], method: 'GET' }, this.timeouts.readMs, async (signal) => {
+    return this.guard(this.reads.readDraws, this.timeouts.readMs, async (signal) => {
       const rows = await Promise.all(unique.map((n) => this.pointRead(signal, this.draws, day, n, DRAW_COLUMNS)));
       const draws = new Map<string, PriorDraw>();
       unique.forEach((n, i) => {
@@ -389,8 +399,8 @@ export class TableStore {
    */
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
     const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
-    const spec: RoundSpec = { operation: 'commitDraws', tables: [this.tables.drawsTable], method: 'POST', entity: { partitionKey: context.day } };
     if (this.telemetry === undefined) return this.commit(rows, actions);
+    const spec: RoundSpec = { operation: 'commitDraws', tables: [this.drawsTable], method: 'POST', entity: { partitionKey: context.day } };
     // A conflict is an answer the logic handles (the 400 names the element), not a failure.
     return this.telemetry.round(
       spec,
@@ -415,7 +425,7 @@ export class TableStore {
 
   /** The record of this partner's Idempotency-Key, with its ETag; undefined when none exists. */
   async readKeyRecord(partnerId: string, key: string): Promise<StoreResult<HeldKey | undefined>> {
-    return this.guard({ operation: 'readKeyRecord', tables: [this.tables.idempotencyTable], method: 'GET' }, this.timeouts.readMs, async (signal) => {
+    return this.guard(this.reads.readKeyRecord, this.timeouts.readMs, async (signal) => {
       const row = await this.pointRead(signal, this.keys, keyRecordId(partnerId, key), '', KEY_COLUMNS);
       return row === undefined ? undefined : { record: keyRecord(row), etag: row.etag };
     });
@@ -441,7 +451,7 @@ export class TableStore {
     };
     const take: RoundSpec = {
       operation: 'takeKey',
-      tables: [this.tables.idempotencyTable],
+      tables: [this.keysTable],
       method: over === undefined ? 'POST' : 'PUT',
       expected: TAKE_ANSWERS,
       entity: { partitionKey: entity.partitionKey, rowKey: '' },
