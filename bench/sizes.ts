@@ -12,7 +12,7 @@
  *  - at one core, telemetry before and after issue #32: the package of TELEMETRY_BASELINE (main just
  *    before #32's merge, built into a temporary worktree by bench/baseline.ts) beside this one, in the
  *    same run: init with telemetry on and off against the empty worker's, worker CPU per batch of 100
- *    (rounds alternating the two), and what a single draw, a batch of 100 and a refused batch of 100
+ *    (rounds alternating the two, and each again with telemetry off: what telemetry costs each), and what a single draw, a batch of 100 and a refused batch of 100
  *    send to the ingestion endpoint.
  * Azurite, the OpenID provider and this process (the host side) run outside the limits.
  *
@@ -221,6 +221,11 @@ export interface CpuComparison {
   /** After ÷ before, round by round (the two segments of a round back to back), and their median. */
   readonly ratios: readonly number[];
   readonly ratio: number;
+  /**
+   * Each package again with telemetry off, in the same rounds (absent from runs before 2026-11-26 08:00):
+   * what the work itself costs, so that what telemetry adds to each is their difference.
+   */
+  readonly off?: { readonly beforeMs: number; readonly afterMs: number };
 }
 
 export interface BaselineComparison {
@@ -407,6 +412,14 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
       // The package before #32 gets a quota of its own: the two are never busy at once, and neither pays for the other's idle work.
       const beforeLimits =
         size.cores === 1 && before !== undefined ? InstanceLimits.create(`${size.memoryMB}-before`, size.cores, size.memoryMB, node, scratch) : undefined;
+      // Each package with telemetry off too, for the comparison's floor: quotas of their own, as above.
+      const offLimits =
+        beforeLimits === undefined
+          ? undefined
+          : {
+              after: InstanceLimits.create(`${size.memoryMB}-off`, size.cores, size.memoryMB, node, scratch),
+              before: InstanceLimits.create(`${size.memoryMB}-before-off`, size.cores, size.memoryMB, node, scratch),
+            };
       try {
         const start = (appDir = app.appDir, workerSettings = settings, on = limits) =>
           WorkerHost.start({ appDir, settings: workerSettings, node: on.node, nodeArgs });
@@ -489,8 +502,15 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
           process.stdout.write(' telemetry');
           const after = await start();
           const beforeHost = before === undefined || beforeLimits === undefined ? undefined : await start(before.appDir, beforeSettings, beforeLimits);
+          const offHosts =
+            before === undefined || offLimits === undefined
+              ? undefined
+              : {
+                  after: await start(app.appDir, withoutTelemetry, offLimits.after),
+                  before: await start(before.appDir, { ...beforeSettings, APPLICATIONINSIGHTS_CONNECTION_STRING: '' }, offLimits.before),
+                };
           try {
-            for (const worker of [after, beforeHost]) {
+            for (const worker of [after, beforeHost, offHosts?.after, offHosts?.before]) {
               if (worker === undefined) continue;
               await worker.init();
               await worker.metadata();
@@ -514,17 +534,19 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
                 }
               };
               forget();
-              // Each round runs each cell four times, ABBA (the first package alternating by round): whichever
-              // runs second in a pair was seen to pay up to a fifth more, so each package runs in both places.
-              const segments = plan.map(() => [] as { before: Cell[]; after: Cell[] }[]);
+              // Each round runs each cell twice per worker, ABBA (ABCDDCBA with the telemetry-off workers; the
+              // first worker rotating by round): whichever runs second in a pair was seen to pay up to a fifth
+              // more, so each runs in both places.
+              type Side = 'before' | 'after' | 'beforeOff' | 'afterOff';
+              const workers: Partial<Record<Side, WorkerHost>> = { before: beforeHost, after, beforeOff: offHosts?.before, afterOff: offHosts?.after };
+              const sides = (Object.keys(workers) as Side[]).filter((side) => workers[side] !== undefined);
+              const segments = plan.map(() => [] as Record<Side, Cell[]>[]);
               for (let round = 0; round < BASELINE_ROUNDS; round++) {
-                const [first, second] = round % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const);
+                const order = sides.map((_, i) => sides[(i + round) % sides.length]);
                 for (const [k, { concurrency, requests }] of plan.entries()) {
-                  const cells = { before: [] as Cell[], after: [] as Cell[] };
-                  for (const side of [first, second, second, first]) {
-                    cells[side].push(
-                      await runCell(side === 'before' ? beforeHost : after, pool, token, 100, concurrency, requests, { settleMs: EXPORT_SETTLE_MS }),
-                    );
+                  const cells: Record<Side, Cell[]> = { before: [], after: [], beforeOff: [], afterOff: [] };
+                  for (const side of [...order, ...[...order].reverse()]) {
+                    cells[side].push(await runCell(workers[side] as WorkerHost, pool, token, 100, concurrency, requests, { settleMs: EXPORT_SETTLE_MS }));
                     forget();
                   }
                   segments[k].push(cells);
@@ -539,8 +561,13 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
                 telemetry: beforeTelemetry,
                 cpu: plan.map(({ concurrency, requests }, k) => {
                   const ratios = segments[k].map((round) => perCall(round.after) / perCall(round.before));
-                  const all = { before: segments[k].flatMap((r) => r.before), after: segments[k].flatMap((r) => r.after) };
-                  const errors = [...all.after, ...all.before].reduce((n, c) => n + c.errors, 0);
+                  const all = {
+                    before: segments[k].flatMap((r) => r.before),
+                    after: segments[k].flatMap((r) => r.after),
+                    beforeOff: segments[k].flatMap((r) => r.beforeOff),
+                    afterOff: segments[k].flatMap((r) => r.afterOff),
+                  };
+                  const errors = [...all.after, ...all.before, ...all.afterOff, ...all.beforeOff].reduce((n, c) => n + c.errors, 0);
                   if (errors > 0) throw new Error(`bench: ${errors} batches of 100 were not answered 204 in the before/after comparison`);
                   return {
                     batch: 100,
@@ -550,12 +577,13 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
                     afterMs: perCall(all.after),
                     ratios,
                     ratio: median(ratios),
+                    off: offHosts === undefined ? undefined : { beforeMs: perCall(all.beforeOff), afterMs: perCall(all.afterOff) },
                   };
                 }),
               };
             }
           } finally {
-            await Promise.allSettled([after.kill(), beforeHost?.kill()]);
+            await Promise.allSettled([after.kill(), beforeHost?.kill(), offHosts?.after.kill(), offHosts?.before.kill()]);
           }
         }
         const cold = initRows.find((r) => r.app === 'package' && r.telemetry) as InitRow;
@@ -573,6 +601,8 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
       } finally {
         limits.remove();
         beforeLimits?.remove();
+        offLimits?.after.remove();
+        offLimits?.before.remove();
       }
     }
     return { node: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(), nodeArgs, results };
@@ -652,7 +682,7 @@ export function telemetryTargetLines(results: readonly SizeResult[]): string[] {
   const cpu = one.baseline?.cpu.filter((c) => c.batch === 100) ?? [];
   for (const c of cpu)
     lines.push(
-      `| worker CPU per batch of 100 at one core, concurrency ${c.concurrency}: ≥ 30 % below the package before #32 (${one.baseline?.commit}), same run | ${c.afterMs.toFixed(1)} ms against ${c.beforeMs.toFixed(1)} ms: ${f2(c.ratio)}× (median of ${c.ratios.length} rounds), ${f0((1 - c.ratio) * 100)} % below | ${verdict(c.ratio <= SIZE_TARGETS.batchCpuVsBaseline)} |`,
+      `| worker CPU per batch of 100 at one core, concurrency ${c.concurrency}: ≥ 30 % below the package before #32 (${one.baseline?.commit}), same run | ${c.afterMs.toFixed(1)} ms against ${c.beforeMs.toFixed(1)} ms: ${f2(c.ratio)}× (median of ${c.ratios.length} rounds), ${f0((1 - c.ratio) * 100)} % below${c.off === undefined ? '' : `; with telemetry off ${c.off.afterMs.toFixed(1)} ms (${f2(c.off.afterMs / c.beforeMs)}× before #32's with it on)`} | ${verdict(c.ratio <= SIZE_TARGETS.batchCpuVsBaseline)} |`,
     );
   if (cpu.length === 0) lines.push('| worker CPU per batch of 100 at one core ≥ 30 % below the package before #32, same run | not measured | **not met** |');
   const rows = one.initComparison?.rows ?? [];
@@ -698,13 +728,15 @@ function telemetrySection(r: SizeResult): string[] {
     ...(b === undefined
       ? []
       : [
-          `Worker CPU per batch of 100: ${b.rounds} rounds, each running each package twice per concurrency, ABBA (the package that starts alternating by round: in a first run with one segment each, whichever ran second paid up to a fifth more), the worker's CPU read ${EXPORT_SETTLE_MS / 1000} s after the segment's last answer so that what the exporter sends of it is counted, less the worker's idle CPU over as long (its rate over the next ${IDLE_MS / 1000} s); two fresh workers, warmed alike. The ratio of a round is its two segments of each package pooled; the table gives the median of the rounds' ratios and each round's.`,
+          b.cpu.some((c) => c.off !== undefined)
+            ? `Worker CPU per batch of 100: ${b.rounds} rounds; in each, four fresh workers warmed alike (each package with telemetry on, and again with it off) run each concurrency twice, ABCDDCBA (the first worker rotating by round: in a first run with one segment each, whichever ran second paid up to a fifth more), the worker's CPU read ${EXPORT_SETTLE_MS / 1000} s after the segment's last answer so that what the exporter sends of it is counted, less the worker's idle CPU over as long (its rate over the next ${IDLE_MS / 1000} s). The ratio of a round is its two segments of each package (telemetry on) pooled; the table gives the median of the rounds' ratios and each round's. Telemetry off is every round pooled: what the work costs without it, so that on minus off is what telemetry costs each package.`
+            : `Worker CPU per batch of 100: ${b.rounds} rounds, each running each package twice per concurrency, ABBA (the package that starts alternating by round: in a first run with one segment each, whichever ran second paid up to a fifth more), the worker's CPU read ${EXPORT_SETTLE_MS / 1000} s after the segment's last answer so that what the exporter sends of it is counted, less the worker's idle CPU over as long (its rate over the next ${IDLE_MS / 1000} s); two fresh workers, warmed alike. The ratio of a round is its two segments of each package pooled; the table gives the median of the rounds' ratios and each round's.`,
           '',
-          '| batch | concurrency | batches per segment | before #32 CPU ms/batch | now CPU ms/batch | now ÷ before (median of rounds) | ratio by round |',
-          '|---|---|---|---|---|---|---|',
+          '| batch | concurrency | batches per segment | before #32 CPU ms/batch | now CPU ms/batch | now ÷ before (median of rounds) | ratio by round | telemetry off, CPU ms/batch: before #32 / now | what telemetry costs, ms/batch: before #32 / now |',
+          '|---|---|---|---|---|---|---|---|---|',
           ...b.cpu.map(
             (c) =>
-              `| ${c.batch} | ${c.concurrency} | ${c.requests} | ${c.beforeMs.toFixed(1)} | ${c.afterMs.toFixed(1)} | **${f2(c.ratio)}×** | ${c.ratios.map(f2).join(', ')} |`,
+              `| ${c.batch} | ${c.concurrency} | ${c.requests} | ${c.beforeMs.toFixed(1)} | ${c.afterMs.toFixed(1)} | **${f2(c.ratio)}×** | ${c.ratios.map(f2).join(', ')} | ${c.off === undefined ? 'not measured' : `${c.off.beforeMs.toFixed(1)} / ${c.off.afterMs.toFixed(1)}`} | ${c.off === undefined ? 'not measured' : `${(c.beforeMs - c.off.beforeMs).toFixed(1)} / ${(c.afterMs - c.off.afterMs).toFixed(1)}`} |`,
           ),
           '',
         ]),

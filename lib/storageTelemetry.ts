@@ -3,8 +3,9 @@
  * one dependency per storage round a request makes (the partner read, the batch's read round, the key's
  * read, the key take, the commit, a day's rows), and one more per storage call that failed, with its
  * status, storage error code, table, partition and row. The Azure SDK's own spans (an operation span,
- * an HTTP span and, for a read, a page span per call: about 500 records for a batch of 100) are
- * suppressed for the round's work.
+ * an HTTP span and, for a read, a page span per call: about 500 records for a batch of 100) are never
+ * started: the store's clients have no tracing policy (lib/store.ts) and the SDK's tracing is its no-op
+ * (lib/telemetry.ts withoutAzureSdkTracing).
  *
  * Only built when telemetry is on (lib/store.ts): without it nothing would be recorded, and the round's
  * context and its pipeline policy would only cost CPU.
@@ -44,14 +45,6 @@ export const MAX_FAILED_CALLS_RECORDED = 10;
 /** The dimensions of the storage dependencies (lib/telemetry.ts TELEMETRY_FIELDS.dependencyDimensions). */
 export type StorageDimension =
   'operation' | 'tables' | 'calls' | 'failedCalls' | 'abandonedCalls' | 'statuses' | 'failure' | 'storageCode' | 'table' | 'partitionKey' | 'rowKey';
-
-/**
- * OpenTelemetry's "suppress tracing" context key (`suppressTracing` of @opentelemetry/core; the API's
- * createContextKey is Symbol.for, so the key is the SDK's own): its tracers start no span under it.
- * The Azure SDK's tracing bridge is installed by the distro whatever `azureSdk` says, so this is what
- * keeps its per-call spans out.
- */
-const SUPPRESS_TRACING = createContextKey('OpenTelemetry SDK Context Key SUPPRESS_TRACING');
 
 interface FailedCall {
   readonly method: string;
@@ -119,9 +112,9 @@ function where(url: string, spec: RoundSpec): Pick<FailedCall, 'table' | 'partit
 
 /**
  * Where a call finds its round: a key of the OpenTelemetry context the round's work runs in (the SDK's
- * AsyncLocalStorage context manager carries it to the pipeline policy, as it carries the suppress-tracing
- * key). An AsyncLocalStorage of our own would be a second store for Node to copy into every promise the
- * storage SDK creates (200 calls per batch of 100), for the same reach.
+ * AsyncLocalStorage context manager carries it to the pipeline policy). An AsyncLocalStorage of our own
+ * would be a second store for Node to copy into every promise the storage SDK creates (200 calls per
+ * batch of 100), for the same reach.
  */
 const ROUND = createContextKey('draw-request-service storage round');
 
@@ -175,7 +168,7 @@ export class StorageTelemetry {
     const started = performance.now();
     let outcome: { result: T } | undefined;
     try {
-      outcome = { result: await otelContext.with(parent.setValue(SUPPRESS_TRACING, true).setValue(ROUND, round), work) };
+      outcome = { result: await otelContext.with(parent.setValue(ROUND, round), work) };
       return outcome.result;
     } finally {
       round.closed = true;

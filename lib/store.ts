@@ -104,6 +104,13 @@ export interface StoreTimeouts {
 export const MAX_STORAGE_CONNECTIONS = 256;
 
 /**
+ * The name of @azure/core-rest-pipeline's per-call tracing policy (its `tracingPolicyName`), removed from
+ * the store's clients. tests/unit/store.test.ts checks that a new TableClient still has a policy of that
+ * name, so an SDK that renamed it fails there instead of quietly keeping the policy.
+ */
+export const SDK_TRACING_POLICY = 'tracingPolicy';
+
+/**
  * One keep-alive agent for the account. The SDK's default gives each client an agent of its own,
  * without a limit: concurrent batches of 100 opened hundreds of connections at once, and closed
  * all but 256 idle ones per client afterwards, so the next ones paid for new connections; bursts
@@ -322,12 +329,16 @@ export class TableStore {
     const telemetry = this.telemetry === undefined ? {} : { additionalPolicies: [{ policy: this.telemetry.policy, position: 'perRetry' as const }] };
     const client = (table: string, clientOptions: object): TableClient => {
       const options = { ...clientOptions, ...telemetry };
+      let made: TableClient;
       if (config.connectionString !== undefined) {
         // The settings allow a plain-http endpoint only on this machine (Azurite).
-        return TableClient.fromConnectionString(config.connectionString, table, { ...options, agent, allowInsecureConnection: true });
-      }
-      if (credential === undefined) throw new Error('TableStore needs a credential when TABLES_ENDPOINT is used');
-      return new TableClient(config.endpoint as string, table, credential, { ...options, agent });
+        made = TableClient.fromConnectionString(config.connectionString, table, { ...options, agent, allowInsecureConnection: true });
+      } else if (credential === undefined) throw new Error('TableStore needs a credential when TABLES_ENDPOINT is used');
+      else made = new TableClient(config.endpoint as string, table, credential, { ...options, agent });
+      // Storage is recorded per round (lib/storageTelemetry.ts), never per call: the SDK's per-call HTTP
+      // span policy would only parse each call's URL and start a span that records nothing.
+      made.pipeline.removePolicy({ name: SDK_TRACING_POLICY });
+      return made;
     };
     this.partners = client(config.partnersTable, retrying);
     this.loans = client(config.loansTable, retrying);

@@ -5,6 +5,7 @@
  * the identity provider's calls, all carrying the invocation's operation id. Never a token, secret,
  * connection string or request body.
  */
+import { useInstrumenter, type Instrumenter } from '@azure/core-tracing';
 import type { InvocationContext } from '@azure/functions';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { TelemetryClient } from 'applicationinsights';
@@ -258,6 +259,19 @@ function initializeOrThrow(client: TelemetryClient): void {
 }
 
 /**
+ * Puts back the Azure SDK's own no-op tracing, which `azureSdk: { enabled: false }` asks for. The distro
+ * (@azure/monitor-opentelemetry 1.20) installs its OpenTelemetry bridge into @azure/core-tracing after
+ * start whatever that option says (its `ensureAzureSdkTracingBridge`; the fix, Azure/azure-sdk-for-js
+ * pull request 39935, is not released): every storage call would then start a span and switch the
+ * OpenTelemetry context twice, CPU on each of a batch's 201 calls for spans nobody records. With no
+ * instrumenter set, @azure/core-tracing uses its built-in no-op one (`getInstrumenter`). The telemetry
+ * suite proves it in the package: no span of the SDK's reaches the ingestion endpoint.
+ */
+function withoutAzureSdkTracing(): void {
+  (useInstrumenter as (instrumenter: Instrumenter | undefined) => void)(undefined);
+}
+
+/**
  * Starts the SDK and returns the recorder. Only when configured: in the package the SDK is part of the
  * bundle and costs about 75–80 ms and 6–7 MiB of a cold start (bench/results.md); from node_modules (the
  * `tsc` output) about 1.2 s and 75 MiB. Call once per instance, before the first invocation, so the first one is captured with
@@ -304,6 +318,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   // Loaded when the exporter first asks for a token, after start-up.
   if (options.entraIngestion !== undefined) client.config.aadTokenCredential = ingestionIdentity(options.entraIngestion.clientId);
   initializeOrThrow(client);
+  withoutAzureSdkTracing();
 
   // Recording must never fail the invocation it describes: an SDK fault (a throwing exporter, a
   // half-started client) is logged once to the host's log, and recording goes on without it.
