@@ -10,6 +10,7 @@ import { build as esbuild, type BuildOptions } from 'esbuild';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { managedIdentityApart, notShipped, oneCopy, oneDialect, xmlOnFirstUse } from './bundlePlugins';
+import { ownMappingsOnly } from './sourceMaps';
 
 // scripts/ from the sources (tests), dist/scripts/ once compiled.
 export const ROOT = existsSync(join(__dirname, '..', 'package.json')) ? join(__dirname, '..') : join(__dirname, '..', '..');
@@ -29,15 +30,17 @@ function writeWhole(path: string, contents: string | Uint8Array): void {
  * bundle and pack in parallel Jest workers, and one may read the bundle while the other rewrites it
  * with the same bytes). Returns the folders of the packages whose code went in.
  */
-async function build(options: BuildOptions, standInImports: { importer: string; standIn: string }[] = []): Promise<string[]> {
+async function build(options: BuildOptions, standInImports: { importer: string; standIn: string }[] = [], inputs: string[] = []): Promise<string[]> {
   const result = await esbuild({ ...options, write: false, metafile: true });
+  for (const output of Object.values(result.metafile.outputs))
+    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) if (bytesInOutput > 0 || input.startsWith('not-shipped:')) inputs.push(input);
   for (const [importer, input] of Object.entries(result.metafile.inputs))
     for (const imported of input.imports)
       if (imported.path.startsWith('not-shipped:'))
         standInImports.push({ importer: importer.replace(/^.*node_modules\//, ''), standIn: imported.path.slice('not-shipped:'.length) });
   // BUNDLE_METAFILE=1: esbuild's metafile beside each output (what is in it, by input), for size work.
   if (process.env.BUNDLE_METAFILE && options.outfile !== undefined) writeWhole(`${options.outfile}.meta.json`, JSON.stringify(result.metafile));
-  for (const file of result.outputFiles) writeWhole(file.path, file.contents);
+  for (const file of result.outputFiles) writeWhole(file.path, file.path.endsWith('.map') ? ownMappingsOnly(file.text) : file.contents);
   const packages = Object.values(result.metafile.outputs)
     .flatMap((output) => Object.entries(output.inputs).filter(([, input]) => input.bytesInOutput > 0))
     .map(([path]) => /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1])
@@ -74,10 +77,16 @@ export const NOTICES = join(dirname(BUNDLE), 'THIRD-PARTY-NOTICES.txt');
 /** What a build put in: every import of a stand-in (scripts/bundlePlugins.ts STAND_IN_PATHS), by its importer. */
 export interface BundleReport {
   readonly standInImports: readonly { readonly importer: string; readonly standIn: string }[];
+  /**
+   * What went into main.js: esbuild's inputs with code in it, and the stand-ins (`not-shipped:…`). The
+   * shipped map names only the service's own sources (scripts/sourceMaps.ts), so this is the inventory.
+   */
+  readonly mainInputs: readonly string[];
 }
 
 export async function bundle(): Promise<BundleReport> {
   const standInImports: { importer: string; standIn: string }[] = [];
+  const mainInputs: string[] = [];
   const common: BuildOptions = {
     bundle: true,
     absWorkingDir: ROOT, // the metafile's paths are relative to it (the licence notices read them)
@@ -88,9 +97,10 @@ export async function bundle(): Promise<BundleReport> {
     // ESM builds where packages have them: static imports esbuild can follow and tree-shake.
     mainFields: ['module', 'main'],
     minify: true, // less to read and parse at cold start
-    // Stack traces in the host's log name the source files and lines: the package ships the maps and
-    // the app runs with --enable-source-maps (infra/modules/functionApp.bicep). Mappings only, no
-    // source text: Node needs none to map a stack, the zip stays small, and no source is deployed.
+    // Stack traces in the host's log name the service's source files and lines: the package ships the
+    // maps and the app runs with --enable-source-maps (infra/modules/functionApp.bicep). Mappings only,
+    // and only into lib/ and functions/ (scripts/sourceMaps.ts), no source text: Node needs none to map
+    // a stack, it keeps every map it loads in memory, and no source is deployed.
     sourcemap: 'linked',
     sourcesContent: false,
     legalComments: 'none', // THIRD-PARTY-NOTICES.txt carries every bundled package's licence whole
@@ -105,6 +115,7 @@ export async function bundle(): Promise<BundleReport> {
         plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, oneCopy(ROOT), oneDialect],
       },
       standInImports,
+      mainInputs,
     )),
     ...(await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') })),
     ...(await build({
@@ -114,7 +125,7 @@ export async function bundle(): Promise<BundleReport> {
     })),
   ];
   writeWhole(NOTICES, thirdPartyNotices(packages));
-  return { standInImports };
+  return { standInImports, mainInputs };
 }
 
 if (require.main === module) {
