@@ -104,9 +104,9 @@ export interface StoreTimeouts {
 export const MAX_STORAGE_CONNECTIONS = 256;
 
 /**
- * The name of @azure/core-rest-pipeline's per-call tracing policy (its `tracingPolicyName`), removed from
- * the store's clients. tests/unit/store.test.ts checks that a new TableClient still has a policy of that
- * name, so an SDK that renamed it fails there instead of quietly keeping the policy.
+ * The name of @azure/core-rest-pipeline's per-call tracing policy (its `tracingPolicyName`), removed
+ * from the store's clients. tests/unit/sdkTracing.test.ts checks that a new TableClient still has a
+ * policy of that name, so an SDK that renamed it fails there instead of quietly keeping the policy.
  */
 export const SDK_TRACING_POLICY = 'tracingPolicy';
 

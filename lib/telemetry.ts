@@ -273,9 +273,9 @@ function withoutAzureSdkTracing(): void {
 
 /**
  * Starts the SDK and returns the recorder. Only when configured: in the package the SDK is part of the
- * bundle and costs about 75–80 ms and 6–7 MiB of a cold start (bench/results.md); from node_modules (the
- * `tsc` output) about 1.2 s and 75 MiB. Call once per instance, before the first invocation, so the first one is captured with
- * its dependencies.
+ * bundle, and starting it is telemetry's share of a cold start (bench/results.md); from node_modules (the
+ * `tsc` output) it takes many times longer. Call once per instance, before the first invocation, so the
+ * first one is captured with its dependencies.
  */
 export function startTelemetry(options: TelemetryOptions): Telemetry {
   // The SDK's own usage reports go to Microsoft, not to this resource: not ours to send.

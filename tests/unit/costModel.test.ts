@@ -241,7 +241,22 @@ describe('the targets of issue #32 and of the 2026-11-26 decision, against a run
     expect(lines[3]).toContain('100.0 ms against 150.0 ms: 0.67× (median of 1 rounds), 33 % below');
     expect(lines[4]).toContain('0.75×');
     expect(lines[5]).toContain('300 − 260 = 40.0 ms; before #32 95.0 ms');
-    expect(lines[6]).toContain('85.0 − 72.0 = +13.0 MiB; before #32 17.0 MiB');
+    expect(lines[6]).toContain('85.00 − 72.00 = +13.00 MiB; before #32 17.0 MiB');
+  });
+
+  test('RSS a few KiB over its bound reads as over: two decimals, not met', () => {
+    const rows = (run.initComparison?.rows ?? []).map((row) => (row.app === 'package' && row.telemetry ? { ...row, rssMiB: 86.04 } : row));
+    const line = telemetryTargetLines([{ ...run, initComparison: { runs: 1, rows } }])[6];
+    expect(line).toContain('86.04 − 72.00 = +14.04 MiB');
+    expect(line).toMatch(/\| \*\*not met\*\* \|$/);
+  });
+
+  test('with each package measured with telemetry off too, the CPU line says what the work costs without it', () => {
+    const [c1] = run.baseline?.cpu ?? [];
+    const line = telemetryTargetLines([
+      { ...run, baseline: { ...(run.baseline as NonNullable<typeof run.baseline>), cpu: [{ ...c1, off: { beforeMs: 110, afterMs: 105 } }] } },
+    ])[3];
+    expect(line).toContain("100.0 ms against 150.0 ms: 0.67× (median of 1 rounds), 33 % below; with telemetry off 105.0 ms (0.70× before #32's with it on)");
   });
 
   test('what was not measured is not met', () => {
