@@ -297,9 +297,11 @@ test('the failing storage calls of the dependency failure are recorded: the roun
   const calls = failed.filter((d) => d !== round);
   expect(calls.length).toBeGreaterThan(0);
   expect(calls.map((d) => d.properties?.table)).toEqual(expect.arrayContaining(['Loans']));
+  // Refused when the attempt opened a connection; reset when it went out on a kept-alive one that the
+  // stopped storage had not closed yet (which of the two comes first is a race): either is the truth.
   expect(calls.find((d) => d.properties?.table === 'Loans')).toEqual(
     expect.objectContaining({
-      resultCode: 'ECONNREFUSED',
+      resultCode: expect.stringMatching(/^(ECONNREFUSED|ECONNRESET)$/),
       properties: expect.objectContaining({ partitionKey: '501', rowKey: '', operation: 'readBatchState' }),
     }),
   );
