@@ -12,8 +12,8 @@
  *  - at one core, telemetry before and after issue #32: the package of TELEMETRY_BASELINE (main just
  *    before #32's merge, built into a temporary worktree by bench/baseline.ts) beside this one, in the
  *    same run: init with telemetry on and off against the empty worker's, worker CPU per batch of 100
- *    (rounds alternating the two, and each again with telemetry off: what telemetry costs each), and what a single draw, a batch of 100 and a refused batch of 100
- *    send to the ingestion endpoint.
+ *    (rounds alternating the two, and each again with telemetry off: what telemetry costs each), and
+ *    what a single draw, a batch of 100 and a refused batch of 100 send to the ingestion endpoint.
  * Azurite, the OpenID provider and this process (the host side) run outside the limits.
  *
  * Knobs for trying things (never set by `npm run bench`): SIZES_ONLY=2048 (sizes), SIZES_NODE_ARGS
@@ -222,7 +222,7 @@ export interface CpuComparison {
   readonly ratios: readonly number[];
   readonly ratio: number;
   /**
-   * Each package again with telemetry off, in the same rounds (absent from runs before 2026-11-26 08:00):
+   * Each package again with telemetry off, in the same rounds (absent from runs before 2026-11-26 06:48):
    * what the work itself costs, so that what telemetry adds to each is their difference.
    */
   readonly off?: { readonly beforeMs: number; readonly afterMs: number };
@@ -561,23 +561,18 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
                 telemetry: beforeTelemetry,
                 cpu: plan.map(({ concurrency, requests }, k) => {
                   const ratios = segments[k].map((round) => perCall(round.after) / perCall(round.before));
-                  const all = {
-                    before: segments[k].flatMap((r) => r.before),
-                    after: segments[k].flatMap((r) => r.after),
-                    beforeOff: segments[k].flatMap((r) => r.beforeOff),
-                    afterOff: segments[k].flatMap((r) => r.afterOff),
-                  };
-                  const errors = [...all.after, ...all.before, ...all.afterOff, ...all.beforeOff].reduce((n, c) => n + c.errors, 0);
+                  const all = (side: Side) => segments[k].flatMap((r) => r[side]);
+                  const errors = sides.flatMap(all).reduce((n, c) => n + c.errors, 0);
                   if (errors > 0) throw new Error(`bench: ${errors} batches of 100 were not answered 204 in the before/after comparison`);
                   return {
                     batch: 100,
                     concurrency,
                     requests,
-                    beforeMs: perCall(all.before),
-                    afterMs: perCall(all.after),
+                    beforeMs: perCall(all('before')),
+                    afterMs: perCall(all('after')),
                     ratios,
                     ratio: median(ratios),
-                    off: offHosts === undefined ? undefined : { beforeMs: perCall(all.beforeOff), afterMs: perCall(all.afterOff) },
+                    off: offHosts === undefined ? undefined : { beforeMs: perCall(all('beforeOff')), afterMs: perCall(all('afterOff')) },
                   };
                 }),
               };
@@ -702,6 +697,7 @@ export function telemetryTargetLines(results: readonly SizeResult[]): string[] {
 function telemetrySection(r: SizeResult): string[] {
   const t = r.telemetry;
   const b = r.baseline;
+  const off = b?.cpu.some((c) => c.off !== undefined) ?? false;
   const comparison = r.initComparison;
   const perMillion = (v: TelemetryVolume | undefined) => (v === undefined ? '' : usd(telemetryPerMillion(v.bytes)));
   const cell = (v: TelemetryVolume | undefined) => (v === undefined ? 'not measured' : `${f1(v.envelopes)} (${f1(v.dependencies)}) / ${f0(v.bytes)}`);
@@ -729,9 +725,7 @@ function telemetrySection(r: SizeResult): string[] {
     ...(b === undefined
       ? []
       : [
-          b.cpu.some((c) => c.off !== undefined)
-            ? `Worker CPU per batch of 100: ${b.rounds} rounds; in each, four fresh workers warmed alike (each package with telemetry on, and again with it off) run each concurrency twice, ABCDDCBA (the first worker rotating by round: in a first run with one segment each, whichever ran second paid up to a fifth more), the worker's CPU read ${EXPORT_SETTLE_MS / 1000} s after the segment's last answer so that what the exporter sends of it is counted, less the worker's idle CPU over as long (its rate over the next ${IDLE_MS / 1000} s). The ratio of a round is its two segments of each package (telemetry on) pooled; the table gives the median of the rounds' ratios and each round's. Telemetry off is every round pooled: what the work costs without it, so that on minus off is what telemetry costs each package.`
-            : `Worker CPU per batch of 100: ${b.rounds} rounds, each running each package twice per concurrency, ABBA (the package that starts alternating by round: in a first run with one segment each, whichever ran second paid up to a fifth more), the worker's CPU read ${EXPORT_SETTLE_MS / 1000} s after the segment's last answer so that what the exporter sends of it is counted, less the worker's idle CPU over as long (its rate over the next ${IDLE_MS / 1000} s); two fresh workers, warmed alike. The ratio of a round is its two segments of each package pooled; the table gives the median of the rounds' ratios and each round's.`,
+          `Worker CPU per batch of 100: ${b.rounds} rounds; in each, ${off ? 'four fresh workers warmed alike (each package with telemetry on, and again with it off)' : 'two fresh workers warmed alike (one per package)'} run each concurrency twice, ${off ? 'ABCDDCBA' : 'ABBA'} (the first worker rotating by round: in a first run with one segment each, whichever ran second paid up to a fifth more), the worker's CPU read ${EXPORT_SETTLE_MS / 1000} s after the segment's last answer so that what the exporter sends of it is counted, less the worker's idle CPU over as long (its rate over the next ${IDLE_MS / 1000} s). The ratio of a round is its two segments of each package${off ? ' (telemetry on)' : ''} pooled; the table gives the median of the rounds' ratios and each round's.${off ? ' Telemetry off is every round pooled: what the work costs without it, so that on minus off is what telemetry costs each package.' : ''}`,
           '',
           '| batch | concurrency | batches per segment | before #32 CPU ms/batch | now CPU ms/batch | now ÷ before (median of rounds) | ratio by round | telemetry off, CPU ms/batch: before #32 / now | what telemetry costs, ms/batch: before #32 / now |',
           '|---|---|---|---|---|---|---|---|---|',

@@ -327,14 +327,16 @@ export class TableStore {
     this.keysTable = config.idempotencyTable;
     this.telemetry = recordRounds ? new StorageTelemetry(account) : undefined;
     const telemetry = this.telemetry === undefined ? {} : { additionalPolicies: [{ policy: this.telemetry.policy, position: 'perRetry' as const }] };
-    const client = (table: string, clientOptions: object): TableClient => {
-      const options = { ...clientOptions, ...telemetry };
-      let made: TableClient;
+    const connect = (table: string, options: object): TableClient => {
       if (config.connectionString !== undefined) {
         // The settings allow a plain-http endpoint only on this machine (Azurite).
-        made = TableClient.fromConnectionString(config.connectionString, table, { ...options, agent, allowInsecureConnection: true });
-      } else if (credential === undefined) throw new Error('TableStore needs a credential when TABLES_ENDPOINT is used');
-      else made = new TableClient(config.endpoint as string, table, credential, { ...options, agent });
+        return TableClient.fromConnectionString(config.connectionString, table, { ...options, allowInsecureConnection: true });
+      }
+      if (credential === undefined) throw new Error('TableStore needs a credential when TABLES_ENDPOINT is used');
+      return new TableClient(config.endpoint as string, table, credential, options);
+    };
+    const client = (table: string, clientOptions: object): TableClient => {
+      const made = connect(table, { ...clientOptions, ...telemetry, agent });
       // Storage is recorded per round (lib/storageTelemetry.ts), never per call: the SDK's per-call HTTP
       // span policy would only parse each call's URL and start a span that records nothing.
       made.pipeline.removePolicy({ name: SDK_TRACING_POLICY });

@@ -32,8 +32,13 @@ function writeWhole(path: string, contents: string | Uint8Array): void {
  */
 async function build(options: BuildOptions, standInImports: { importer: string; standIn: string }[] = [], inputs: string[] = []): Promise<string[]> {
   const result = await esbuild({ ...options, write: false, metafile: true });
-  for (const output of Object.values(result.metafile.outputs))
-    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) if (bytesInOutput > 0 || input.startsWith('not-shipped:')) inputs.push(input);
+  // Every input with code in the outputs, the stand-ins (`not-shipped:…`) included.
+  const withCode = Object.values(result.metafile.outputs).flatMap((output) =>
+    Object.entries(output.inputs)
+      .filter(([, input]) => input.bytesInOutput > 0)
+      .map(([path]) => path),
+  );
+  inputs.push(...withCode);
   for (const [importer, input] of Object.entries(result.metafile.inputs))
     for (const imported of input.imports)
       if (imported.path.startsWith('not-shipped:'))
@@ -41,10 +46,7 @@ async function build(options: BuildOptions, standInImports: { importer: string; 
   // BUNDLE_METAFILE=1: esbuild's metafile beside each output (what is in it, by input), for size work.
   if (process.env.BUNDLE_METAFILE && options.outfile !== undefined) writeWhole(`${options.outfile}.meta.json`, JSON.stringify(result.metafile));
   for (const file of result.outputFiles) writeWhole(file.path, file.path.endsWith('.map') ? ownMappingsOnly(file.text) : file.contents);
-  const packages = Object.values(result.metafile.outputs)
-    .flatMap((output) => Object.entries(output.inputs).filter(([, input]) => input.bytesInOutput > 0))
-    .map(([path]) => /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1])
-    .filter((dir): dir is string => dir !== undefined);
+  const packages = withCode.map((path) => /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1]).filter((dir): dir is string => dir !== undefined);
   return [...new Set(packages)];
 }
 

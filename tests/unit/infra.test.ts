@@ -25,6 +25,7 @@ import {
   type OidcToken,
 } from '../support/oidcTrust';
 import { BicepFile as BicepEvaluation, bicepParser } from '../support/bicepEvaluation';
+import { rolesNamed } from '../support/builtInRoles';
 
 type SyntaxNode = Parser.SyntaxNode;
 
@@ -744,6 +745,18 @@ function literalVar(bicep: BicepFile, name: string): Value {
   return literal(node);
 }
 
+/**
+ * A role assignment of `f` as `role → scope type scope name` (the role by name from `roles`), and the
+ * variable its role definition id comes from.
+ */
+function roleAssignment(f: BicepFile, r: Resource, roles: Readonly<Record<string, string>>): { text: string; roleVar: string } {
+  const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
+  const roleVar = /roleDefinitions',\s*([A-Za-z_]\w*)\)$/.exec(exprText(at(r.body, 'properties.roleDefinitionId')))?.[1] ?? '';
+  const role = f.vars.has(roleVar) ? stringOf(literalVar(f, roleVar)) : roleVar;
+  const scopeName = scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`;
+  return { text: `${roles[role] ?? `unexpected role ${role}`} → ${scopeName}`, roleVar };
+}
+
 // ----------------------------------------------------------------------------- resources
 
 /** The identifiers in `node` that refer to `name` (not declarations or property keys). */
@@ -849,12 +862,7 @@ describe('security and hosting properties', () => {
 // ----------------------------------------------------------------------------- role assignments
 
 describe('role assignments: built-in data roles at the narrowest scope', () => {
-  const ROLES: Record<string, string> = {
-    'b7e6dc6d-f1e8-4753-8033-0f276bb0955b': 'Storage Blob Data Owner',
-    '76199698-9eea-4c19-bc75-cec21354c6b6': 'Storage Table Data Reader',
-    '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3': 'Storage Table Data Contributor',
-    '3913510d-42f4-4e42-8a64-420c390055eb': 'Monitoring Metrics Publisher',
-  };
+  const ROLES = rolesNamed('Storage Blob Data Owner', 'Storage Table Data Reader', 'Storage Table Data Contributor', 'Monitoring Metrics Publisher');
 
   /** The app's roles: every assignment but the deployer's one on Partners (partnersWriter.bicep, tested below). */
   function assignments(): string[] {
@@ -864,15 +872,11 @@ describe('role assignments: built-in data roles at the narrowest scope', () => {
         f.resources
           .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
           .map((r) => {
-            const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
-            const roleVar = exprText(at(r.body, 'properties.roleDefinitionId')).match(/roleDefinitions',\s*([A-Za-z_][A-Za-z0-9_]*)\)$/)?.[1] ?? '';
-            const role = f.vars.has(roleVar) ? stringOf(literalVar(f, roleVar)) : roleVar;
-            const scopeName = scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`;
             expect({ symbol: r.symbol, principalType: at(r.body, 'properties.principalType') }).toEqual({
               symbol: r.symbol,
               principalType: 'ServicePrincipal',
             });
-            return `${ROLES[role] ?? `unexpected role ${role}`} → ${scopeName}`;
+            return roleAssignment(f, r, ROLES).text;
           }),
       )
       .sort();
@@ -1073,14 +1077,7 @@ describe('the on-call workbook', () => {
 // ----------------------------------------------------------------------------- on-call's access
 
 describe("on-call's access (issue #33): one Entra group per environment, granted what the runbook's steps need", () => {
-  /** Built-in role names by definition id (Microsoft's "Azure built-in roles": Monitor, Storage). */
-  const ROLES: Record<string, string> = {
-    'b279062a-9be3-42a0-92ae-8b3cf002ec4d': 'Workbook Reader',
-    '43d0d8ad-25c7-4714-9337-8ba259a9fe05': 'Monitoring Reader',
-    '73c42c96-874c-492b-b04d-ab87d138a893': 'Log Analytics Reader',
-    '76199698-9eea-4c19-bc75-cec21354c6b6': 'Storage Table Data Reader',
-    '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3': 'Storage Table Data Contributor',
-  };
+  const ROLES = rolesNamed('Workbook Reader', 'Monitoring Reader', 'Log Analytics Reader', 'Storage Table Data Reader', 'Storage Table Data Contributor');
   const access = (): BicepFile => moduleFile('onCallAccess');
 
   /** Each assignment as `role → scope type scope name`, checked to go to the group as a group. */
@@ -1089,9 +1086,7 @@ describe("on-call's access (issue #33): one Entra group per environment, granted
     return f.resources
       .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
       .map((r) => {
-        const scope = f.resources.find((s) => s.symbol === exprText(r.body.scope));
-        const roleVar = /roleDefinitions',\s*([A-Za-z_]\w*)\)$/.exec(exprText(at(r.body, 'properties.roleDefinitionId')))?.[1] ?? '';
-        const role = f.vars.has(roleVar) ? stringOf(literalVar(f, roleVar)) : roleVar;
+        const { text, roleVar } = roleAssignment(f, r, ROLES);
         expect({ symbol: r.symbol, principalId: at(r.body, 'properties.principalId'), principalType: at(r.body, 'properties.principalType') }).toEqual({
           symbol: r.symbol,
           principalId: new Expr('groupObjectId'),
@@ -1099,7 +1094,7 @@ describe("on-call's access (issue #33): one Entra group per environment, granted
         });
         // A stable name per group, role and scope: a redeployment finds the same assignment.
         expect(exprText(r.body.name)).toBe(`guid(${exprText(r.body.scope)}.id, groupObjectId, ${roleVar})`);
-        return `${ROLES[role] ?? `unexpected role ${role}`} → ${scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`}`;
+        return text;
       })
       .sort();
   }

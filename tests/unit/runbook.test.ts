@@ -7,6 +7,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../../lib/config';
+import { rolesNamed } from '../support/builtInRoles';
 import { tableRows } from '../support/markdown';
 
 const ROOT = join(__dirname, '..', '..');
@@ -100,14 +101,7 @@ describe('the workbook tiles the runbook sends on-call to exist', () => {
 });
 
 describe('the access the runbook lists is what infra/ grants the on-call group', () => {
-  /** Built-in role names by definition id (Microsoft's "Azure built-in roles"; the same in every tenant). */
-  const ROLE_NAMES: Record<string, string> = {
-    'b279062a-9be3-42a0-92ae-8b3cf002ec4d': 'Workbook Reader',
-    '43d0d8ad-25c7-4714-9337-8ba259a9fe05': 'Monitoring Reader',
-    '73c42c96-874c-492b-b04d-ab87d138a893': 'Log Analytics Reader',
-    '76199698-9eea-4c19-bc75-cec21354c6b6': 'Storage Table Data Reader',
-    '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3': 'Storage Table Data Contributor',
-  };
+  const ROLE_NAMES = rolesNamed('Workbook Reader', 'Monitoring Reader', 'Log Analytics Reader', 'Storage Table Data Reader', 'Storage Table Data Contributor');
 
   test('each role onCallAccess.bicep assigns is a row of "Your access", and no row names a role it does not assign', () => {
     const module = read('infra/modules/onCallAccess.bicep');
