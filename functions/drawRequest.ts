@@ -11,11 +11,11 @@ import type { Config, ConfigError } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
-import { batchHash, readIdempotencyKey } from '../lib/idempotency';
-import { KeyedBatches, type BatchPlan } from '../lib/keyedBatch';
+import { IDEMPOTENCY_KEY_HEADER, NO_KEY_STATE, batchHash, readIdempotencyKey, type KeyState } from '../lib/idempotency';
+import { KeyedBatches, type HeldFor } from '../lib/keyedBatch';
 import { DETAILS, type ElementError } from '../lib/problem';
 import { readDrawRequests, type DrawRequest } from '../lib/requestBody';
-import { DEFAULT_TIMEOUTS, TableStore, drawDay, type HeldKey, type StoreResult, type StoreTimeouts } from '../lib/store';
+import { DEFAULT_TIMEOUTS, TableStore, drawDay, type StoreResult, type StoreTimeouts } from '../lib/store';
 import { noTelemetry, type Telemetry } from '../lib/telemetry';
 
 export interface DrawRequestDeps {
@@ -42,8 +42,8 @@ export interface WiringOptions {
 /** One set of long-lived pieces per instance: caches live as long as the instance. */
 export function createDependencies(config: Config, options: WiringOptions = {}): DrawRequestDeps {
   const recording = options.telemetry !== undefined && options.telemetry !== noTelemetry;
-  const store = new TableStore(config.tables, options.timeouts ?? DEFAULT_TIMEOUTS, options.credential, recording);
   const now = options.now ?? (() => new Date());
+  const store = new TableStore(config.tables, options.timeouts ?? DEFAULT_TIMEOUTS, options.credential, recording, now);
   return {
     config,
     store,
@@ -59,6 +59,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
   const keyedBatches = new KeyedBatches(store, now);
 
   async function handle(request: HttpRequest, outcome: InvocationOutcome): Promise<HttpResponseInit> {
+    outcome.sentKey = request.headers.has(IDEMPOTENCY_KEY_HEADER);
     // 1. Authentication: a verified app token, then its client looked up as a partner.
     const token = await outcome.timed('auth', authenticator.verify(request.headers.get('authorization')));
     if (!token.ok) return outcome.refused(token.failure);
@@ -83,64 +84,75 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     outcome.loanNumbers = body.requests.map((r) => r.loanNumber);
     outcome.idempotencyKey = idempotency.key;
 
-    // 3. Draw rules, on one parallel round of point reads (and the key's record once the partner is known).
+    // 3. Draw rules, on one parallel round of point reads (and the key's rows once the partner is known).
     const at = now();
     const today = drawDay(at, config.drawDayTimeZone);
     const loanNumbers = body.requests.map((r) => String(r.loanNumber));
-    const [partner, state, held] = await outcome.timed(
+    const hash = idempotency.key === undefined ? undefined : batchHash(body.requests);
+    const [partner, state, keyState] = await outcome.timed(
       'read',
-      Promise.all([caller, store.readBatchState(today, loanNumbers), keyRecordOf(caller, idempotency.key)]),
+      Promise.all([caller, store.readBatchState(today, loanNumbers), keyStateOf(caller, idempotency.key, hash)]),
     );
     if (!partner.ok) return refusedPartner(outcome, partner);
     outcome.partnerId = partner.partnerId;
     if (!state.ok) return outcome.storageFailed(state.failure);
-    if (!held.ok) return outcome.storageFailed(held.failure);
+    if (!keyState.ok) return outcome.storageFailed(keyState.failure);
 
-    // A keyed batch is recorded under the business day its key was taken, and answered again, not
-    // evaluated again, once it landed there; a key bound to another batch refuses it.
-    const keyed = idempotency.key === undefined ? undefined : { key: idempotency.key, hash: batchHash(body.requests), partnerId: partner.partnerId };
-    let plan: BatchPlan = { day: today, drawn: state.value.drawnToday };
-    if (keyed !== undefined) {
-      const keyPlan = await keyedBatches.plan(outcome, keyed, held.value, at, plan, loanNumbers);
-      if ('response' in keyPlan) return keyPlan.response;
-      plan = keyPlan;
+    const evaluate = (): readonly ElementError[] | undefined => {
+      // One warning per request, however many of its loans lack credit: a batch of 100 is not 100 records.
+      const withoutCredit = [...state.value.loans].filter(([, loan]) => loan.availableCredit === undefined).map(([loanNumber]) => loanNumber);
+      if (withoutCredit.length > 0) outcome.dataQuality('LoanWithoutCredit', { loanNumbers: withoutCredit.join(',') });
+      const verdict = applyDrawRules(body.requests, state.value.loans, state.value.drawnToday, partner.partnerId);
+      return verdict.accepted ? undefined : verdict.errors;
+    };
+    // Unkeyed: the rules decide, for today. Keyed: the key's rows decide first (a batch recorded or refused
+    // under it is answered again; one holding it completes its submission without the rules); a batch free
+    // to take the key is judged by the rules, and takes the key, or marks its refusal, before the answer.
+    const keyed = hash === undefined ? undefined : { key: idempotency.key as string, hash, partnerId: partner.partnerId };
+    let held: HeldFor = { day: today, takenAt: at };
+    if (keyed === undefined) {
+      const errors = evaluate();
+      if (errors !== undefined) return outcome.rejected(errors);
+    } else {
+      const decided = await keyedBatches.decide(
+        outcome,
+        { batch: keyed, requests: body.requests, loanNumbers, today, drawnToday: state.value.drawnToday, at, evaluate },
+        keyState.value,
+      );
+      if ('response' in decided) return decided.response;
+      held = decided;
     }
 
-    // One warning per request, however many of its loans lack credit: a batch of 100 is not 100 records.
-    const withoutCredit = [...state.value.loans].filter(([, loan]) => loan.availableCredit === undefined).map(([loanNumber]) => loanNumber);
-    if (withoutCredit.length > 0) outcome.dataQuality('LoanWithoutCredit', { loanNumbers: withoutCredit.join(',') });
-    // A batch that holds its key passed the rules when it took it: a later attempt completes that
-    // submission as it was accepted, and storage decides (a loan drawn meanwhile is a lost race).
-    if (plan.takenAt === undefined) {
-      const verdict = applyDrawRules(body.requests, state.value.loans, plan.drawn, partner.partnerId);
-      if (!verdict.accepted) return outcome.rejected(verdict.errors);
-    }
-
-    // 4. A keyed batch takes its key first: from then on every attempt of it commits the same rows to
-    // the same day's partition, where storage lets one land. Then the atomic commit.
-    const taken = keyed === undefined ? { day: plan.day } : await keyedBatches.take(outcome, keyed, plan, loanNumbers, at);
-    if ('response' in taken) return taken.response;
-    const { day } = taken;
+    // 4. The atomic commit, into the key's day for a keyed batch (every attempt of it commits the same rows to
+    // the same partition, where storage lets one land), and not started past its key's cutoff.
     const rows = body.requests.map((r) => ({ loanNumber: r.loanNumber, amount: r.amount, requestor: r.requestor, batchIndex: r.index }));
     const commit = await outcome.timed(
       'commit',
-      store.commitDraws(rows, { day, partnerId: partner.partnerId, clientId: token.clientId, requestId: outcome.requestId, submittedAt: now(), retry: keyed }),
+      store.commitDraws(rows, {
+        day: held.day,
+        partnerId: partner.partnerId,
+        clientId: token.clientId,
+        requestId: outcome.requestId,
+        submittedAt: now(),
+        retry: keyed,
+        startBy: keyed === undefined ? undefined : keyedBatches.startBy(held),
+      }),
     );
+    if (!commit.ok && 'late' in commit) return keyedBatches.late(outcome, held);
     if (!commit.ok && 'conflictIndex' in commit) {
       const lost = lostRace(body.requests[commit.conflictIndex]);
-      return keyed === undefined ? outcome.rejected([lost]) : keyedBatches.lostCommit(outcome, keyed, day, loanNumbers, lost);
+      return keyed === undefined ? outcome.rejected([lost]) : keyedBatches.lostCommit(outcome, keyed, held.day, loanNumbers, lost);
     }
     if (!commit.ok) return commit.outcomeUnknown ? outcome.outcomeUnknown(commit.failure) : outcome.storageFailed(commit.failure);
-    return outcome.accepted(day);
+    return outcome.accepted(held.day);
   }
 
-  /** The record of the partner's key; nothing to read without a key or a partner. */
-  async function keyRecordOf(caller: Promise<PartnerResult>, key: string | undefined): Promise<StoreResult<HeldKey | undefined>> {
-    if (key === undefined) return NOTHING_HELD;
+  /** The key's rows for this batch; nothing to read without a key or a partner. */
+  async function keyStateOf(caller: Promise<PartnerResult>, key: string | undefined, hash: string | undefined): Promise<StoreResult<KeyState>> {
+    if (key === undefined || hash === undefined) return NOTHING_HELD;
     const partner = await caller;
-    return partner.ok ? store.readKeyRecord(partner.partnerId, key) : NOTHING_HELD;
+    return partner.ok ? store.readKeyState(partner.partnerId, key, hash) : NOTHING_HELD;
   }
-
   return async function drawRequest(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
     return telemetry.inInvocation(context, async () => {
       const outcome = new InvocationOutcome(context, telemetry);
@@ -161,7 +173,7 @@ export function createMisconfiguredHandler(error: ConfigError, telemetry: Teleme
   return (_request, context) => telemetry.inInvocation(context, () => Promise.resolve(new InvocationOutcome(context, telemetry).misconfigured(error)));
 }
 
-const NOTHING_HELD: StoreResult<undefined> = { ok: true, value: undefined };
+const NOTHING_HELD: StoreResult<KeyState> = { ok: true, value: NO_KEY_STATE };
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */
 function refusedPartner(outcome: InvocationOutcome, partner: Exclude<PartnerResult, { ok: true }>): HttpResponseInit {

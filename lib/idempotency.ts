@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LIMITS } from './limits';
+import { ERRORS, type ErrorCode } from './errorCatalogue';
 import { DETAILS, type ElementError } from './problem';
 import type { DrawRequest } from './requestBody';
 
@@ -117,35 +118,176 @@ export function settledAt(takenAt: Date): number {
   return takenAt.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS;
 }
 
+/**
+ * How long a refusal of a batch under a key stands (docs/contract.md §9): the same batch under the same key
+ * is answered the same `400` for as long as the key would have bound it, so that an attempt of it still on
+ * its way (sent before the refusal was answered) cannot record it afterwards.
+ */
+export const REFUSAL_LIFETIME_MS = KEY_LIFETIME_MS;
+
+/**
+ * How long the service's housekeeping keeps a key's rows after they were written (their `TakenAt` or
+ * `RefusedAt`): the key's memory, and an hour more, so that no attempt still judging by them (instances'
+ * clocks differ by minutes at most, CLOCK_TOLERANCE_MS) sees them go (docs/contract.md §4.1).
+ */
+export const KEY_ROWS_KEPT_MS = KEY_MEMORY_MS + 60 * 60 * 1000;
+
+/**
+ * The most instances' clocks may differ while the key's promises hold (docs/decisions.md, "Instances'
+ * clocks"). A commit starts before halfway through the grace by its instance's clock, leaves within its
+ * deadline (StoreTimeouts.commitMs, 5 s) and is carried out by storage within its server timeout (30 s,
+ * Microsoft's maximum for inserts): it lands within COMMIT_LANDS_WITHIN_MS of starting. Another instance
+ * declares the outcome final at the grace's end by its own clock: the second half of the grace less that
+ * time is what their clocks may differ by.
+ */
+export const COMMIT_LANDS_WITHIN_MS = 35_000;
+export const CLOCK_TOLERANCE_MS = KEY_GRACE_MS / 2 - COMMIT_LANDS_WITHIN_MS;
+
+/** One element error of a refusal as stored (docs/contract.md §4.1): replayed with the resend's own spelling. */
+export interface StoredError {
+  readonly index?: number;
+  readonly code: ErrorCode;
+  /** The field the pointer names, read again from the resend (keys are case-insensitive, so spellings differ). */
+  readonly field?: PointerField;
+  readonly detail: string;
+}
+
+/** Fields a rule's pointer can name (the draw rules point at the loan number or the amount, or at nothing). */
+export type PointerField = keyof DrawRequest['pointers'];
+
+/**
+ * The row a batch has under its key (docs/contract.md §4.1): it took the key (the day it is recorded under,
+ * kept when another batch takes the key over), or it was refused, with the refusal's errors.
+ */
+export type BatchMark =
+  | { readonly kind: 'taken'; readonly record: KeyRecord }
+  | { readonly kind: 'refused'; readonly errors: readonly StoredError[]; readonly requestId: string; readonly refusedAt: Date };
+
+/** A row as read, with the ETag a write over it must match; `undefined` contents when the row is unreadable. */
+export interface Versioned<T> {
+  readonly value?: T;
+  readonly etag: string;
+}
+
+/** What storage holds for a partner's key and one batch: the key's holder (RowKey ""), and the batch's own row. */
+export interface KeyState {
+  readonly holder?: Versioned<KeyRecord>;
+  readonly own?: Versioned<BatchMark>;
+}
+
+export const NO_KEY_STATE: KeyState = {};
+
 export type KeyVerdict =
-  /** No record that binds: the batch may take the key once the draw rules accept it. */
+  /** Nothing binds the key for this batch: the batch may take the key once the draw rules accept it. */
   | { readonly kind: 'free' }
+  /** This batch was refused under the key, and the refusal stands: the same answer again. */
+  | { readonly kind: 'refused'; readonly errors: readonly StoredError[]; readonly requestId: string }
   /** Taken by this very batch: its rows in the key's day decide, and a new attempt completes it in that day. */
   | { readonly kind: 'mine'; readonly day: string; readonly takenAt: Date }
   /** Taken by this batch, its lifetime over and its grace not: a replay if it landed, else not known yet. */
   | { readonly kind: 'expiring'; readonly day: string; readonly takenAt: Date }
   /**
-   * Taken by this batch, grace over: a replay if it landed in the key's day; else it never will (expired),
-   * or, once the key is `forgotten` (KEY_MEMORY_MS), nothing can be told and the batch is a new submission.
+   * Taken by this batch, grace over: a replay if it landed in the key's day; else it never will (expired).
+   * Once the key is `forgotten` (KEY_MEMORY_MS) "not found" proves nothing: the batch is then a new
+   * submission, judged `afterwards` as if it had never taken the key.
    */
-  | { readonly kind: 'expired'; readonly day: string; readonly forgotten: boolean }
+  | { readonly kind: 'expired'; readonly day: string; readonly forgotten: false }
+  | { readonly kind: 'expired'; readonly day: string; readonly forgotten: true; readonly afterwards: UnboundVerdict }
   /** Taken by another batch: whether that batch landed, or can never land, decides (see settleHeld). */
-  | { readonly kind: 'held' };
+  | { readonly kind: 'held'; readonly holder: KeyRecord };
+
+/** A verdict for a batch that holds no binding of its own under the key. */
+export type UnboundVerdict = Extract<KeyVerdict, { kind: 'free' | 'refused' | 'held' }>;
 
 /**
- * What a key's record means for this batch; `now` is when the request was judged. An unreadable record
- * (`undefined` with a record present) binds nothing and is replaced like an expired one. Past the grace
- * the key binds nothing for another batch; for its own batch it still names the day to look in, so
- * that a late retry finds its rows rather than records the batch again (for as long as they are kept).
+ * What a key's rows mean for this batch; `now` is when the request was judged. The batch's own binding
+ * (the holder's, or the one kept in its own row after another batch took the key over) comes first: its
+ * rows in its day decide, and its own take's lifetime. Without one, a standing refusal of this batch; then
+ * the holder: another batch binds the key until its grace ends. An unreadable row binds nothing.
  */
-export function judgeKey(batch: KeyedBatch, record: KeyRecord | undefined, now: Date): KeyVerdict {
-  if (record === undefined) return { kind: 'free' };
-  const age = now.getTime() - record.takenAt.getTime();
-  const settled = now.getTime() >= settledAt(record.takenAt);
-  if (record.hash !== batch.hash) return settled ? { kind: 'free' } : { kind: 'held' };
-  if (age < KEY_LIFETIME_MS) return { kind: 'mine', day: record.day, takenAt: record.takenAt };
-  if (!settled) return { kind: 'expiring', day: record.day, takenAt: record.takenAt };
-  return { kind: 'expired', day: record.day, forgotten: age >= KEY_MEMORY_MS };
+export function judgeKey(batch: KeyedBatch, state: KeyState, now: Date): KeyVerdict {
+  const holder = state.holder?.value;
+  const own = state.own?.value;
+  const binding = holder?.hash === batch.hash ? holder : own?.kind === 'taken' ? own.record : undefined;
+  if (binding === undefined) return judgeUnbound(batch, state, now);
+  const age = now.getTime() - binding.takenAt.getTime();
+  if (age < KEY_LIFETIME_MS) return { kind: 'mine', day: binding.day, takenAt: binding.takenAt };
+  if (now.getTime() < settledAt(binding.takenAt)) return { kind: 'expiring', day: binding.day, takenAt: binding.takenAt };
+  if (age < KEY_MEMORY_MS) return { kind: 'expired', day: binding.day, forgotten: false };
+  return {
+    kind: 'expired',
+    day: binding.day,
+    forgotten: true,
+    afterwards: judgeUnbound(batch, { holder: holder?.hash === batch.hash ? undefined : state.holder }, now),
+  };
+}
+
+function judgeUnbound(batch: KeyedBatch, state: KeyState, now: Date): UnboundVerdict {
+  const holder = state.holder?.value;
+  const own = state.own?.value;
+  if (own?.kind === 'refused' && now.getTime() < own.refusedAt.getTime() + REFUSAL_LIFETIME_MS)
+    return { kind: 'refused', errors: own.errors, requestId: own.requestId };
+  if (holder !== undefined && holder.hash !== batch.hash && now.getTime() < settledAt(holder.takenAt)) return { kind: 'held', holder };
+  return { kind: 'free' };
+}
+
+/** A refusal's errors as stored: each with the field its pointer names in this request, rather than the pointer. */
+export function storedErrors(errors: readonly ElementError[], requests: readonly Pick<DrawRequest, 'pointers'>[]): StoredError[] {
+  return errors.map((e) => {
+    const pointers = e.index === undefined ? undefined : requests[e.index]?.pointers;
+    const field = pointers === undefined ? undefined : (Object.keys(pointers) as PointerField[]).find((f) => pointers[f] === e.pointer);
+    return { index: e.index, code: e.code, field, detail: e.detail };
+  });
+}
+
+/** A stored refusal's errors as this request answers them: its own loan numbers and pointers (the same batch). */
+export function replayedErrors(stored: readonly StoredError[], requests: readonly Pick<DrawRequest, 'loanNumber' | 'pointers'>[]): ElementError[] {
+  return stored.map((e) => {
+    const request = e.index === undefined ? undefined : requests[e.index];
+    const pointer = request === undefined || e.field === undefined ? undefined : request.pointers[e.field];
+    return {
+      code: e.code,
+      detail: e.detail,
+      ...(e.index === undefined ? {} : { index: e.index }),
+      ...(request === undefined ? {} : { loanNumber: request.loanNumber }),
+      ...(pointer === undefined ? {} : { pointer }),
+    };
+  });
+}
+
+/** Stored errors as text (a JSON array of `[index, code, field, detail]`, null where absent). */
+export function encodeErrors(errors: readonly StoredError[]): string {
+  return JSON.stringify(errors.map((e) => [e.index ?? null, e.code, e.field ?? null, e.detail]));
+}
+
+const ERROR_CODES: ReadonlySet<string> = new Set(ERRORS.map((e) => e.code));
+const POINTER_FIELDS: ReadonlySet<string> = new Set<PointerField>(['loanNumber', 'amount']);
+
+/** Stored errors read back; undefined when the text is not what encodeErrors writes (the row is then unreadable). */
+export function decodeErrors(text: string): StoredError[] | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) return undefined;
+  const errors: StoredError[] = [];
+  for (const entry of parsed) {
+    if (!Array.isArray(entry) || entry.length !== 4) return undefined;
+    const [index, code, field, detail] = entry as unknown[];
+    if (index !== null && !(Number.isInteger(index) && (index as number) >= 0)) return undefined;
+    if (typeof code !== 'string' || !ERROR_CODES.has(code)) return undefined;
+    if (field !== null && !(typeof field === 'string' && POINTER_FIELDS.has(field))) return undefined;
+    if (typeof detail !== 'string') return undefined;
+    errors.push({
+      code: code as ErrorCode,
+      detail,
+      ...(index === null ? {} : { index: index as number }),
+      ...(field === null ? {} : { field: field as PointerField }),
+    });
+  }
+  return errors;
 }
 
 /** The row, among these, that this batch recorded under its key (the rows land atomically: one proves all). */

@@ -1,8 +1,12 @@
 /**
  * The keyed path of a batch (docs/contract.md §9), between the reads of step 3 and the commit of step 4:
- * what its key's record means for it (a replay, a refusal, an outcome not known yet, or the day to record
- * it under), taking the key, and what a lost commit means for it. The pure verdicts are in idempotency.ts;
- * this module adds the storage reads and writes they call for.
+ * what its key's rows mean for it (a replay, a refusal, an outcome not known yet, or the day to record it
+ * under), then the draw rules when the key is free for it, and the write that makes the answer hold: the
+ * take before a commit, the refusal's mark before a `400`. The pure verdicts are in idempotency.ts; this
+ * module adds the storage reads and writes they call for.
+ *
+ * Every write here is conditional on the rows as read. When another request wrote them meanwhile, the
+ * rows are read again and the batch judged again: so the answer given is always the one storage kept.
  */
 import type { HttpResponseInit } from '@azure/functions';
 import {
@@ -11,35 +15,52 @@ import {
   judgeKey,
   lastCommitStart,
   recordedRow,
+  replayedErrors,
   settleHeld,
   settledAt,
+  storedErrors,
   type KeyRecord,
+  type KeyState,
   type KeyedBatch,
+  type KeyVerdict,
   type PriorDraw,
+  type UnboundVerdict,
 } from './idempotency';
 import type { InvocationOutcome } from './outcome';
 import type { ElementError } from './problem';
-import type { HeldKey, TableStore } from './store';
+import type { DrawRequest } from './requestBody';
+import type { KeyWriteResult, TableStore } from './store';
 
-/**
- * Where a batch is recorded: the business day and that day's rows of its loans; for a keyed batch free
- * to take its key, over which record (its ETag); `takenAt` when the batch already holds its key.
- */
-export interface BatchPlan {
-  readonly day: string;
-  readonly drawn: ReadonlyMap<string, PriorDraw>;
-  readonly take?: { readonly over?: string };
-  readonly takenAt?: Date;
+/** A keyed batch and what its request read in step 3. */
+export interface KeyedRequest {
+  readonly batch: KeyedBatch;
+  readonly requests: readonly DrawRequest[];
+  /** The loan numbers, in the batch's order (decimal text). */
+  readonly loanNumbers: readonly string[];
+  /** Today's business day, and today's rows of the batch's loans as read in step 3. */
+  readonly today: string;
+  readonly drawnToday: ReadonlyMap<string, PriorDraw>;
+  /** When the reads of step 3 started: the batch is judged, and takes its key, as of then. */
+  readonly at: Date;
+  /** The draw rules on step 3's reads: the errors, or none when the batch passes. */
+  readonly evaluate: () => readonly ElementError[] | undefined;
 }
 
 /** Answered here, or a plan to go on with. */
 export type Planned<T> = T | { readonly response: HttpResponseInit };
 
-/** The key a batch holds once step 4 has taken it: the day to commit into, and since when. */
+/** The key a batch holds once it may commit: the day to commit into, and since when it holds it. */
 export interface HeldFor {
   readonly day: string;
   readonly takenAt: Date;
 }
+
+/**
+ * How often a batch is judged again after another request wrote its key's rows meanwhile. Each write that
+ * beats it settles something (a twin took or refused the key, another batch took it), so a second judgement
+ * nearly always ends it; the bound only keeps a pathological stream of writers from holding a request.
+ */
+const MAX_JUDGEMENTS = 4;
 
 export class KeyedBatches {
   constructor(
@@ -48,52 +69,38 @@ export class KeyedBatches {
   ) {}
 
   /**
-   * What a keyed batch does given its key's record, judged at `at`: the replay when it landed, a refusal
-   * when another batch holds the key or its own key expired unrecorded, "not known yet" inside the grace;
-   * else the day to record it under, and whether it takes the key or completes the submission holding it.
+   * Decides a keyed batch on its key's rows as read in step 3: answered here (a replay, a refusal, not known
+   * yet, a storage failure), or the day and take to commit under, its key taken.
    */
-  async plan(
-    outcome: InvocationOutcome,
-    keyed: KeyedBatch,
-    held: HeldKey | undefined,
-    at: Date,
-    todays: BatchPlan,
-    loanNumbers: readonly string[],
-  ): Promise<Planned<BatchPlan>> {
-    const landedToday = recordedRow(keyed, todays.drawn.values());
+  async decide(outcome: InvocationOutcome, request: KeyedRequest, read: KeyState): Promise<Planned<HeldFor>> {
+    const landedToday = recordedRow(request.batch, request.drawnToday.values());
     if (landedToday !== undefined) return { response: outcome.replayed(landedToday.requestId) };
-    const verdict = judgeKey(keyed, held?.record, at);
-    if (verdict.kind === 'free') return { ...todays, take: { over: held?.etag } };
-    if (verdict.kind === 'held') return this.heldByAnother(outcome, held as Required<HeldKey>, todays);
-
-    // The key is this batch's: its rows in the key's day decide. This read starts after `at`, so past the
-    // grace it is the fresh read that shows whether any attempt landed (none can land any more).
-    let rows = todays.drawn; // already searched for this batch's rows above
-    if (verdict.day !== todays.day) {
-      const read = await outcome.timed('read', this.store.readDraws(verdict.day, loanNumbers));
-      if (!read.ok) return { response: outcome.storageFailed(read.failure) };
-      const landed = recordedRow(keyed, read.value.values());
-      if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
-      rows = read.value;
+    let state = read;
+    let at = request.at;
+    for (let judged = 1; ; judged++) {
+      const step = await this.judge(outcome, request, state, at);
+      if (step !== CHANGED) return step;
+      // Another request wrote the key's rows since they were read: read them again and judge on them.
+      if (judged === MAX_JUDGEMENTS)
+        return { response: outcome.storageFailed({ code: 'ERR_STORAGE_FAILED', operation: 'readKeyRecord', storageCode: 'KeyContended' }) };
+      at = this.now();
+      const again = await outcome.timed('read', this.store.readKeyState(request.batch.partnerId, request.batch.key, request.batch.hash));
+      if (!again.ok) return { response: outcome.storageFailed(again.failure) };
+      state = again.value;
     }
-    // Not found after the grace: never recorded, while the rows are surely kept; after that, not known,
-    // and the batch is a new submission under the key, as under a key whose record was removed.
-    if (verdict.kind === 'expired') return verdict.forgotten ? { ...todays, take: { over: held?.etag } } : { response: outcome.rejected([KEY_EXPIRED]) };
-    if (verdict.kind === 'expiring') return { response: this.pending(outcome, verdict.day, verdict.takenAt) };
-    return { day: verdict.day, drawn: rows, takenAt: verdict.takenAt };
   }
 
   /**
-   * Step 4's first half: takes the key for this batch and its business day, unless it holds it already.
-   * Taken meanwhile by a twin of this batch: the twin's day, where at most one of the two lands. By
-   * another batch: the key is bound to it. Then, whoever took it, a commit that could land after the
-   * key's grace is not started (lastCommitStart).
+   * A commit whose outcome is not known yet because it was not started in time: its key's batch may still
+   * land until the grace ends (the commit's `startBy` was lastCommitStart).
    */
-  async take(outcome: InvocationOutcome, keyed: KeyedBatch, plan: BatchPlan, loanNumbers: readonly string[], at: Date): Promise<Planned<HeldFor>> {
-    const held = plan.takenAt !== undefined ? { day: plan.day, takenAt: plan.takenAt } : await this.takeNow(outcome, keyed, plan, loanNumbers, at);
-    if ('response' in held) return held;
-    if (this.now().getTime() >= lastCommitStart(held.takenAt)) return { response: this.pending(outcome, held.day, held.takenAt) };
-    return held;
+  late(outcome: InvocationOutcome, held: HeldFor): HttpResponseInit {
+    return this.pending(outcome, held.day, held.takenAt);
+  }
+
+  /** The last moment a commit of a batch holding its key since `takenAt` may start. */
+  startBy(held: HeldFor): number {
+    return lastCommitStart(held.takenAt);
   }
 
   /**
@@ -108,27 +115,85 @@ export class KeyedBatches {
     return landed === undefined ? outcome.rejected([lost]) : outcome.replayed(landed.requestId);
   }
 
-  /** Held by another batch: free only when that batch can never land. */
-  private async heldByAnother(outcome: InvocationOutcome, { record: holder, etag }: Required<HeldKey>, todays: BatchPlan): Promise<Planned<BatchPlan>> {
-    const rows = await outcome.timed('read', this.store.readDraws(holder.day, holder.loanNumbers));
-    if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
-    if (settleHeld(holder, rows.value.values()) !== 'never') return { response: outcome.rejected([KEY_REUSED]) };
-    return { ...todays, take: { over: etag } };
+  /** One judgement of the batch on its key's rows: an answer, a plan, or CHANGED when a write found the rows changed. */
+  private async judge(outcome: InvocationOutcome, request: KeyedRequest, state: KeyState, at: Date): Promise<Planned<HeldFor> | typeof CHANGED> {
+    const verdict: KeyVerdict = judgeKey(request.batch, state, at);
+    if (verdict.kind !== 'mine' && verdict.kind !== 'expiring' && verdict.kind !== 'expired') return this.unbound(outcome, request, state, verdict);
+
+    // The key is this batch's: its rows in the key's day decide. This read starts after `at`, so past the
+    // grace it is the fresh read that shows whether any attempt landed (none can land any more).
+    if (verdict.day !== request.today) {
+      const read = await outcome.timed('read', this.store.readDraws(verdict.day, request.loanNumbers));
+      if (!read.ok) return { response: outcome.storageFailed(read.failure) };
+      const landed = recordedRow(request.batch, read.value.values());
+      if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
+    }
+    // Not found after the grace: never recorded, while the rows are surely kept; after that, not known,
+    // and the batch is a new submission under the key, as under a key that was never used.
+    if (verdict.kind === 'expired')
+      return verdict.forgotten ? this.unbound(outcome, request, state, verdict.afterwards) : { response: outcome.rejected([KEY_EXPIRED]) };
+    if (verdict.kind === 'expiring') return { response: this.pending(outcome, verdict.day, verdict.takenAt) };
+    // It holds its key: it passed the rules when it took it, and an earlier attempt may still land as it
+    // was accepted then. It completes that submission in the key's day, and storage decides (a loan
+    // drawn meanwhile there is a lost race).
+    return { day: verdict.day, takenAt: verdict.takenAt };
   }
 
-  private async takeNow(outcome: InvocationOutcome, keyed: KeyedBatch, plan: BatchPlan, loanNumbers: readonly string[], at: Date): Promise<Planned<HeldFor>> {
-    const record: KeyRecord = { ...keyed, day: plan.day, loanNumbers: [...new Set(loanNumbers)], requestId: outcome.requestId, takenAt: at };
-    const taken = await outcome.timed('commit', this.store.takeKey(record, plan.take?.over));
-    if (taken.ok) return { day: plan.day, takenAt: at };
-    if ('failure' in taken) return { response: outcome.storageFailed(taken.failure) };
-    const current = await outcome.timed('read', this.store.readKeyRecord(keyed.partnerId, keyed.key));
-    if (!current.ok) return { response: outcome.storageFailed(current.failure) };
-    const winner = current.value?.record;
-    // Removed between the take and the re-read (housekeeping of an old record): nothing was sent to be
-    // recorded, and a resend takes the key afresh. Not "bound to a different batch", which nothing showed.
-    if (winner === undefined) return { response: outcome.storageFailed({ code: 'ERR_STORAGE_FAILED', operation: 'takeKey', storageCode: 'KeyRecordRemoved' }) };
-    if (winner.hash !== keyed.hash) return { response: outcome.rejected([KEY_REUSED]) };
-    return { day: winner.day, takenAt: winner.takenAt };
+  /** A batch without a binding of its own: its standing refusal, another batch holding the key, or free. */
+  private async unbound(
+    outcome: InvocationOutcome,
+    request: KeyedRequest,
+    state: KeyState,
+    verdict: UnboundVerdict,
+  ): Promise<Planned<HeldFor> | typeof CHANGED> {
+    if (verdict.kind === 'refused') return { response: outcome.rejected(replayedErrors(verdict.errors, request.requests), verdict.requestId) };
+    if (verdict.kind === 'held') {
+      const settled = await this.settle(outcome, verdict.holder);
+      if ('response' in settled) return settled;
+      if (!settled.never) return this.refuse(outcome, request, state, [KEY_REUSED]);
+    }
+    // Free: the draw rules decide, on step 3's reads of today. A refusal is marked before it is answered; an
+    // acceptance takes the key, for today's business day and as of the reads.
+    const errors = request.evaluate();
+    if (errors !== undefined) return this.refuse(outcome, request, state, errors);
+    const record: KeyRecord = {
+      ...request.batch,
+      day: request.today,
+      loanNumbers: [...new Set(request.loanNumbers)],
+      requestId: outcome.requestId,
+      takenAt: request.at,
+    };
+    const taken = await outcome.timed('commit', this.store.takeKey(record, state));
+    if (!taken.ok) return this.afterWrite(outcome, taken);
+    return { day: record.day, takenAt: record.takenAt };
+  }
+
+  /**
+   * A refusal under a key is recorded in the batch's own row before it is answered, so that no attempt
+   * of the same batch judged on the rows as they were can take the key afterwards, and a later one is
+   * answered the same (docs/contract.md §9).
+   */
+  private async refuse(
+    outcome: InvocationOutcome,
+    request: KeyedRequest,
+    state: KeyState,
+    errors: readonly ElementError[],
+  ): Promise<Planned<HeldFor> | typeof CHANGED> {
+    const refusal = { errors: storedErrors(errors, request.requests), requestId: outcome.requestId, refusedAt: this.now() };
+    const marked = await outcome.timed('commit', this.store.markRefused(request.batch, refusal, state));
+    if (!marked.ok) return this.afterWrite(outcome, marked);
+    return { response: outcome.rejected(errors) };
+  }
+
+  private afterWrite(outcome: InvocationOutcome, failed: Exclude<KeyWriteResult, { ok: true }>): Planned<never> | typeof CHANGED {
+    return 'changed' in failed ? CHANGED : { response: outcome.storageFailed(failed.failure) };
+  }
+
+  /** Held by another batch: free only when that batch can never land. */
+  private async settle(outcome: InvocationOutcome, holder: KeyRecord): Promise<Planned<{ readonly never: boolean }>> {
+    const rows = await outcome.timed('read', this.store.readDraws(holder.day, holder.loanNumbers));
+    if (!rows.ok) return { response: outcome.storageFailed(rows.failure) };
+    return { never: settleHeld(holder, rows.value.values()) === 'never' };
   }
 
   /** An earlier attempt of the key's batch may still land: not known yet, and when it will be. */
@@ -136,3 +201,6 @@ export class KeyedBatches {
     return outcome.outcomePending(day, settledAt(takenAt), this.now().getTime());
   }
 }
+
+/** A judgement's write found the key's rows changed since they were read. */
+const CHANGED = Symbol('changed');

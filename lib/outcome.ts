@@ -5,7 +5,7 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { AuthFailure, UnauthorizedCode } from './auth';
 import type { ConfigError } from './config';
-import { accepted, badRequest, dependencyFailed, internalError, outcomePending, unauthorized, type ElementError } from './problem';
+import { RETRY_AFTER_SECONDS, accepted, badRequest, dependencyFailed, internalError, outcomePending, unauthorized, type ElementError } from './problem';
 import type { StorageFailure } from './store';
 import {
   COMMIT_OUTCOME_UNKNOWN,
@@ -36,6 +36,11 @@ export class InvocationOutcome {
   /** The batch's loan numbers, once its shape is valid. */
   loanNumbers?: readonly number[];
   idempotencyKey?: string;
+  /**
+   * The request carried an `Idempotency-Key` header (of any form): an earlier request with it may have
+   * recorded the batch, so a storage failure of this one does not say nothing was submitted (docs/contract.md §2.1).
+   */
+  sentKey = false;
 
   constructor(
     private readonly context: InvocationContext,
@@ -78,7 +83,17 @@ export class InvocationOutcome {
   storageFailed(failure: StorageFailure): HttpResponseInit {
     this.context.error(`DrawRequest dependency failed: table storage ${describeFailure(failure)}`);
     this.finish('DependencyFailed', failure.code, describeFailure(failure, false));
-    return dependencyFailed(this.requestId);
+    // With a key, "nothing was submitted" would be untrue of the batch whenever an earlier request with the
+    // key recorded it: the outcome-unknown answer, as after a commit storage may have applied.
+    return this.sentKey ? this.unknownAnswer() : dependencyFailed(this.requestId);
+  }
+
+  /**
+   * The outcome-unknown 502: with `Retry-After` only to a request with a key, whose resend under it is safe
+   * and tells the outcome (docs/contract.md §2.5); without a key it must not be resent blindly.
+   */
+  private unknownAnswer(): HttpResponseInit {
+    return this.sentKey ? outcomePending(this.requestId, RETRY_AFTER_SECONDS) : dependencyFailed(this.requestId, true);
   }
 
   /**
@@ -89,7 +104,7 @@ export class InvocationOutcome {
     const detail = describeFailure(failure);
     this.context.error(`DrawRequest outcome unknown: table storage ${detail}; the batch may have been recorded`);
     this.finish('DependencyFailed', COMMIT_OUTCOME_UNKNOWN, detail);
-    return dependencyFailed(this.requestId, true);
+    return this.unknownAnswer();
   }
 
   /**
@@ -105,11 +120,13 @@ export class InvocationOutcome {
     return outcomePending(this.requestId, Math.max(1, Math.ceil((settlesAt - now) / 1000)));
   }
 
-  rejected(errors: readonly ElementError[]): HttpResponseInit {
+  /** A 400; `refusedBy` names the earlier request whose refusal of this batch under its key is answered again. */
+  rejected(errors: readonly ElementError[], refusedBy?: string): HttpResponseInit {
     // Everything needed to explain the 400 to the partner; requestor values and tokens are not included.
     const lines = errors.map((e) => `index ${e.index ?? '-'} loan ${e.loanNumber ?? '-'} ${e.code} ${e.pointer ?? '-'}: ${e.detail}`);
-    this.context.log(`DrawRequest rejected for partner ${this.partnerId}: ${lines.join('; ')}`);
-    this.finish('Rejected', undefined, undefined, errors);
+    const again = refusedBy === undefined ? '' : ` (Idempotency-Key ${this.idempotencyKey}: the refusal of request ${refusedBy}, answered again)`;
+    this.context.log(`DrawRequest rejected for partner ${this.partnerId}${again}: ${lines.join('; ')}`);
+    this.finish('Rejected', undefined, refusedBy, errors);
     return badRequest(this.requestId, errors, this.batchSize);
   }
 

@@ -9,7 +9,17 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TablesConfig } from './config';
 import type { Loan } from './drawRules';
-import { keyRecordId, type KeyRecord, type PriorDraw } from './idempotency';
+import {
+  decodeErrors,
+  encodeErrors,
+  keyRecordId,
+  type BatchMark,
+  type KeyRecord,
+  type KeyState,
+  type PriorDraw,
+  type StoredError,
+  type Versioned,
+} from './idempotency';
 import { StorageTelemetry, type RoundSpec } from './storageTelemetry';
 
 export type StorageFailureCode =
@@ -58,6 +68,12 @@ export interface CommitContext {
   readonly submittedAt: Date;
   /** Recorded on every row when the request carried an Idempotency-Key. */
   readonly retry?: { readonly key: string; readonly hash: string };
+  /**
+   * The last moment (ms, this instance's clock) the transaction may be started: past it nothing is sent
+   * (`late`). Checked where the transaction is sent, under the commit's deadline, so that a commit lands
+   * within a bounded time of the check (lib/idempotency.ts COMMIT_LANDS_WITHIN_MS).
+   */
+  readonly startBy?: number;
 }
 
 /**
@@ -67,16 +83,21 @@ export interface CommitContext {
 export type CommitResult =
   | { readonly ok: true }
   | { readonly ok: false; readonly conflictIndex: number }
+  | { readonly ok: false; readonly late: true }
   | { readonly ok: false; readonly failure: StorageFailure; readonly outcomeUnknown: boolean };
 
-/** A key record as read, with the ETag that a take-over must match; `record` is undefined when the row is unreadable. */
-export interface HeldKey {
-  readonly record?: KeyRecord;
-  readonly etag: string;
-}
+/**
+ * A write to a key's rows: done; `changed`, when another request wrote them since they were read (an insert
+ * that found its row, a replace whose ETag no longer matches, a row removed meanwhile); or a failure.
+ */
+export type KeyWriteResult = { readonly ok: true } | { readonly ok: false; readonly changed: true } | { readonly ok: false; readonly failure: StorageFailure };
 
-/** `taken`: another request took the key first (or changed the record this take-over was based on). */
-export type TakeResult = { readonly ok: true } | { readonly ok: false; readonly taken: true } | { readonly ok: false; readonly failure: StorageFailure };
+/** A refusal to record in a batch's own row under its key. */
+export interface Refusal {
+  readonly errors: readonly StoredError[];
+  readonly requestId: string;
+  readonly refusedAt: Date;
+}
 
 /**
  * Time bounds: a dead or slow storage account answers 502 within seconds, not minutes, and the calls
@@ -126,6 +147,10 @@ export function storageAgent(accountUrl: string): HttpAgent {
 export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
 export const DRAW_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'];
 export const KEY_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'Day', 'LoanNumbers', 'RequestId', 'TakenAt'];
+/** A batch's own row under its key also says which it is, and a refusal's errors and time (docs/contract.md §4.1). */
+export const BATCH_ROW_COLUMNS = [...KEY_COLUMNS, 'State', 'Errors', 'RefusedAt'];
+/** The key's rows come from one query, so each says which it is ($select returns only what it names). */
+const KEY_STATE_COLUMNS = ['RowKey', ...BATCH_ROW_COLUMNS];
 
 export const DEFAULT_TIMEOUTS: StoreTimeouts = { attemptMs: 2_000, readMs: 5_000, commitMs: 5_000 };
 
@@ -218,10 +243,12 @@ function classify(error: unknown, operation: string): StorageFailure {
   return { code: 'ERR_STORAGE_FAILED', operation, storageCode: name };
 }
 
-/** The answers that mean another request wrote the key's record first; any other error is a storage failure. */
-const TAKEN = new Set(['409 EntityAlreadyExists', '412 UpdateConditionNotSatisfied']);
-/** The answers a take handles, for its round's telemetry: removed meanwhile (a replace's 404), or taken. */
-const TAKE_ANSWERS: ReadonlySet<string> = new Set(['404 ResourceNotFound', ...TAKEN]);
+/**
+ * The answers to a write of a key's rows that mean another request wrote them since they were read: an
+ * insert that found its row, a replace whose ETag no longer matches, a replace of a row removed meanwhile
+ * (housekeeping). Any other error is a storage failure.
+ */
+const CHANGED = new Set(['409 EntityAlreadyExists', '412 UpdateConditionNotSatisfied', '404 ResourceNotFound']);
 
 /** Network errors that mean the connection was never made, so the request never left. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -281,6 +308,38 @@ function keyRecord(row: Record<string, unknown>): KeyRecord | undefined {
   };
 }
 
+/** A batch's own row under its key as stored; undefined when unreadable (then it marks nothing, and is replaced). */
+function batchMark(row: Record<string, unknown>): BatchMark | undefined {
+  if (row.State === 'Taken') {
+    const record = keyRecord(row);
+    return record === undefined ? undefined : { kind: 'taken', record };
+  }
+  if (row.State !== 'Refused') return undefined;
+  const errors = typeof row.Errors === 'string' ? decodeErrors(row.Errors) : undefined;
+  const requestId = asString(row.RequestId);
+  const refusedAt = asDate(row.RefusedAt);
+  if (errors === undefined || requestId === undefined || refusedAt === undefined) return undefined;
+  return { kind: 'refused', errors, requestId, refusedAt };
+}
+
+/** The columns of a key record (RowKey "", and a batch's own row when it took the key). */
+function keyColumns(record: KeyRecord) {
+  return {
+    PartnerId: record.partnerId,
+    IdempotencyKey: record.key,
+    BatchHash: record.hash,
+    Day: record.day,
+    LoanNumbers: record.loanNumbers.join(','),
+    RequestId: record.requestId,
+    TakenAt: { value: record.takenAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
+  };
+}
+
+/** An insert of a row not read, or a replace of the version read: one request wins, the others learn `changed`. */
+function writeOver(entity: TableEntity, read: Versioned<unknown> | undefined): TransactionAction {
+  return read === undefined ? ['create', entity] : ['update', entity, 'Replace', { etag: read.etag }];
+}
+
 /** What a draw row says about the request that wrote it. */
 function priorDraw(row: Record<string, unknown>): PriorDraw {
   return {
@@ -309,6 +368,8 @@ export class TableStore {
     private readonly timeouts: StoreTimeouts = DEFAULT_TIMEOUTS,
     credential?: TokenCredential,
     recordRounds = false,
+    /** The instance's clock, for a commit's `startBy`. */
+    private readonly now: () => Date = () => new Date(),
   ) {
     const retrying = { retryOptions: { maxRetries: 2, retryDelayInMs: 100, maxRetryDelayInMs: 500 } };
     // A transaction is not idempotent: a retry after a lost answer would report our own rows as a conflict.
@@ -411,6 +472,8 @@ export class TableStore {
    * top level (abortSignal, timeout) and ignores requestOptions; its one attempt is the operation.
    */
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
+    // Synchronously with the call: nothing can come between this check and the deadline's start.
+    if (context.startBy !== undefined && this.now().getTime() >= context.startBy) return { ok: false, late: true };
     const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
     if (this.telemetry === undefined) return this.commit(rows, actions);
     const spec: RoundSpec = { operation: 'commitDraws', tables: [this.drawsTable], method: 'POST', entity: { partitionKey: context.day } };
@@ -436,60 +499,86 @@ export class TableStore {
     }
   }
 
-  /** The record of this partner's Idempotency-Key, with its ETag; undefined when none exists. */
-  async readKeyRecord(partnerId: string, key: string): Promise<StoreResult<HeldKey | undefined>> {
+  /**
+   * What storage holds for a partner's key and one batch under it (docs/contract.md §4.1): the key's holder
+   * (RowKey "") and the batch's own row (RowKey its hash), each with its ETag. One query within the key's
+   * partition: one request, like a point read.
+   */
+  async readKeyState(partnerId: string, key: string, hash: string): Promise<StoreResult<KeyState>> {
     return this.guard(this.reads.readKeyRecord, this.timeouts.readMs, async (signal) => {
-      const row = await this.pointRead(signal, this.keys, keyRecordId(partnerId, key), '', KEY_COLUMNS);
-      return row === undefined ? undefined : { record: keyRecord(row), etag: row.etag };
+      const filter = odata`PartitionKey eq ${keyRecordId(partnerId, key)} and (RowKey eq '' or RowKey eq ${hash})`;
+      const pages = this.keys
+        .listEntities<Record<string, unknown>>({ ...this.attempt(signal), queryOptions: { filter, select: KEY_STATE_COLUMNS } })
+        .byPage({ maxPageSize: 2 });
+      let holder: Versioned<KeyRecord> | undefined;
+      let own: Versioned<BatchMark> | undefined;
+      // Storage may answer a query in several pages, an empty one included: all of them, two rows at most.
+      for await (const page of pages) {
+        for (const row of page) {
+          if (row.rowKey === '') holder = { value: keyRecord(row), etag: row.etag };
+          else if (row.rowKey === hash) own = { value: batchMark(row), etag: row.etag };
+        }
+      }
+      return { holder, own };
     });
   }
 
   /**
-   * Takes a key for a batch: an insert, or, over a record that no longer binds (expired, or its batch
-   * can never land), a replace that matches the ETag it was judged on. Either way one request wins;
-   * the others learn it as `taken`. Retried like a read: a retry after a lost answer finds the record
-   * it wrote and reports `taken`, and the caller's re-read then finds its own batch.
+   * Takes a key for a batch in one transaction of the key's partition: the key's holder (RowKey "") becomes
+   * this batch, and the batch's own row records its take (kept when another batch takes the key over later).
+   * Each row is inserted if it was not read, or replaced matching the ETag it was read with: of requests
+   * judging the same rows one wins, and the others learn `changed` (the caller reads the rows again).
+   * Retried like a read: a retry after a lost answer finds its own rows (`changed`), and the re-read shows them.
    */
-  async takeKey(record: KeyRecord, over?: string): Promise<TakeResult> {
-    const entity = {
-      partitionKey: keyRecordId(record.partnerId, record.key),
-      rowKey: '',
-      PartnerId: record.partnerId,
-      IdempotencyKey: record.key,
-      BatchHash: record.hash,
-      Day: record.day,
-      LoanNumbers: record.loanNumbers.join(','),
-      RequestId: record.requestId,
-      TakenAt: { value: record.takenAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
+  async takeKey(record: KeyRecord, read: KeyState): Promise<KeyWriteResult> {
+    const partitionKey = keyRecordId(record.partnerId, record.key);
+    const columns = keyColumns(record);
+    return this.writeKeyRows('takeKey', partitionKey, [
+      writeOver({ partitionKey, rowKey: '', ...columns }, read.holder),
+      writeOver({ partitionKey, rowKey: record.hash, ...columns, State: 'Taken' }, read.own),
+    ]);
+  }
+
+  /**
+   * Records that a batch was refused under its key, in the batch's own row, before the refusal is answered
+   * (docs/contract.md §9): inserted if the row was not read, or replaced matching its ETag. A take of the
+   * same batch judged on the rows as they were fails (`changed`), so the refusal is never contradicted; a
+   * take that came first makes this write fail, and the caller reads the rows again.
+   */
+  async markRefused(
+    batch: { readonly partnerId: string; readonly key: string; readonly hash: string },
+    refusal: Refusal,
+    read: KeyState,
+  ): Promise<KeyWriteResult> {
+    const partitionKey = keyRecordId(batch.partnerId, batch.key);
+    const row = {
+      partitionKey,
+      rowKey: batch.hash,
+      PartnerId: batch.partnerId,
+      IdempotencyKey: batch.key,
+      BatchHash: batch.hash,
+      State: 'Refused',
+      Errors: encodeErrors(refusal.errors),
+      RequestId: refusal.requestId,
+      RefusedAt: { value: refusal.refusedAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
     };
-    const take: RoundSpec = {
-      operation: 'takeKey',
-      tables: [this.keysTable],
-      method: over === undefined ? 'POST' : 'PUT',
-      expected: TAKE_ANSWERS,
-      entity: { partitionKey: entity.partitionKey, rowKey: '' },
-    };
-    const result = await this.guard(take, this.timeouts.commitMs, async (signal) => {
+    return this.writeKeyRows('markRefused', partitionKey, [writeOver(row, read.own)]);
+  }
+
+  /** One transaction on a key's rows, under the commit's bound; the answers of CHANGED are `changed`, not failures. */
+  private async writeKeyRows(operation: 'takeKey' | 'markRefused', partitionKey: string, actions: TransactionAction[]): Promise<KeyWriteResult> {
+    const spec: RoundSpec = { operation, tables: [this.keysTable], method: 'POST', expected: CHANGED, entity: { partitionKey } };
+    const result = await this.guard(spec, this.timeouts.commitMs, async (abortSignal) => {
       try {
-        if (over !== undefined) {
-          try {
-            await this.keys.updateEntity(entity, 'Replace', { ...this.attempt(signal), etag: over });
-            return true;
-          } catch (error) {
-            // 404: removed meanwhile (housekeeping of expired records): insert it instead.
-            if (!(error instanceof RestError && error.statusCode === 404)) throw error;
-          }
-        }
-        await this.keys.createEntity(entity, this.attempt(signal));
+        await this.keys.submitTransaction(actions, { abortSignal });
         return true;
       } catch (error) {
-        // Inserted meanwhile (409 EntityAlreadyExists), or replaced meanwhile (412 UpdateConditionNotSatisfied).
-        if (error instanceof RestError && TAKEN.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
+        if (error instanceof RestError && CHANGED.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
         throw error;
       }
     });
     if (!result.ok) return result;
-    return result.value ? { ok: true } : { ok: false, taken: true };
+    return result.value ? { ok: true } : { ok: false, changed: true };
   }
 
   private drawEntity(row: DrawRow, context: CommitContext): TableEntity {

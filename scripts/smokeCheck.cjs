@@ -4,9 +4,10 @@
 // the smoke identity's token (SMOKE_TOKEN) it must answer the one 400 only the deployed settings can
 // produce: Invalid Loan Number for a reserved loan no Loans row has (docs/contract.md §4.5). That needs
 // the token accepted (tenant, audience, app role), the smoke partner's Partners row, and a read of the
-// Partners, Loans, DrawRequests and IdempotencyKeys tables. Nothing is ever written: the batch names the
+// Partners, Loans, DrawRequests and IdempotencyKeys tables. No draw is ever recorded: the batch names the
 // loan twice, so it is refused whatever storage holds (rule 8 for the second element, were the loan to
-// exist), and a refused batch takes no key.
+// exist). The refusal is marked under the request's key (docs/contract.md §9), a new key per request, so
+// that no request is answered an earlier one's refusal; housekeeping removes the mark (§4.1).
 //
 // Usage: SMOKE_TOKEN=<token> node scripts/smokeCheck.cjs <function app url>
 //   SMOKE_TOKEN          the smoke identity's access token; absent: only the check without a token runs
@@ -15,9 +16,12 @@
 // Exit 0 when proven; 1 with the failure's code and the setting likely wrong; 2 on usage.
 'use strict';
 
+const { randomUUID } = require('node:crypto');
+
 /** Reserved by the contract: no Loans row may have it, no draw can be recorded on it by this check. */
 const LOAN_NUMBER = 9007199254740991;
-const IDEMPOTENCY_KEY = 'deployment-smoke-check';
+/** Each request's key: new, so that it is judged on the tables as they are now, not answered an earlier refusal. */
+const idempotencyKey = () => `deployment-smoke-check-${randomUUID()}`;
 const BODY = JSON.stringify([0, 1].map(() => ({ loanNumber: LOAN_NUMBER, requestor: 'deployment smoke check', amount: 1 })));
 
 /** What each failure means for the person reading the pipeline's log: the settings likely wrong, and where to look. */
@@ -106,7 +110,7 @@ async function attempt(url, token) {
   const anonymous = await post(url, {});
   const first = judgeWithoutToken(anonymous);
   if (first.code !== 'PASS' || token === undefined) return { ...first, answer: anonymous };
-  const answer = await post(url, { Authorization: `Bearer ${token}`, 'Idempotency-Key': IDEMPOTENCY_KEY });
+  const answer = await post(url, { Authorization: `Bearer ${token}`, 'Idempotency-Key': idempotencyKey() });
   return { ...judgeWithToken(answer), answer };
 }
 

@@ -2,9 +2,9 @@
  * Safe retries with `Idempotency-Key`, against a real Azurite: a retry of a batch that landed is
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
-import { TableClient } from '@azure/data-tables';
+import { TableClient, odata } from '@azure/data-tables';
 import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, batchHash, keyRecordId } from '../../lib/idempotency';
-import { DETAILS } from '../../lib/problem';
+import { DETAILS, RETRY_AFTER_SECONDS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
 import { expectGenericProblem, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
 import { startChaosProxy, type ChaosProxy } from '../support/chaosProxy';
@@ -41,6 +41,12 @@ function expectRequestError(reply: Reply, detail: string): void {
 
 const expectKeyReused = (reply: Reply) => expectRequestError(reply, DETAILS.idempotencyKeyReused);
 
+/**
+ * A keyed request's storage failure: never "nothing was submitted", since an earlier request with the key may
+ * have recorded the batch; the outcome-unknown answer, with Retry-After (a resend under the key is safe).
+ */
+const expectKeyedFailure = (reply: Reply) => expectOutcomeUnknown(reply, RETRY_AFTER_SECONDS);
+
 /** What a test of a key's lifetime works with: the batch's loan and key, the proxy, and the service's clock. */
 interface FailedFirstAttempt {
   readonly taken: number;
@@ -60,7 +66,7 @@ async function afterFailedFirstAttempt(taken: number, test: (first: FailedFirstA
   try {
     const loan = await h.loan();
     const key = newKey();
-    expectGenericProblem(await h.post([draw(loan)], keyed(key)), 502); // the key is taken; nothing recorded
+    expectKeyedFailure(await h.post([draw(loan)], keyed(key))); // the key is taken; nothing recorded
     chaos.decide = () => ({ kind: 'pass' });
     await test({ taken, loan, key, chaos, now: () => clock.getTime(), moveClockTo: (at) => (clock = new Date(at)) });
   } finally {
@@ -209,9 +215,13 @@ describe('a retry with the same key and the same batch', () => {
       moveClockTo(taken + KEY_MEMORY_MS); // the rows may have been removed by now (contract §4): "expired" could be untrue
       expectAccepted(await h.post([draw(loan)], keyed(key)));
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-22']);
-      // Housekeeping may remove a record 48 hours after it was taken (contract §4.1); the key is then unknown.
+      // While the key's rows are kept, a later resend still finds the batch in its day: the replay.
+      moveClockTo(taken + 4 * KEY_LIFETIME_MS);
+      expectReplay(await h.post([draw(loan)], keyed(key)));
+      // Housekeeping removes a key's rows once they are past the key's memory (contract §4.1); the key is then unknown.
       moveClockTo(taken + 5 * KEY_LIFETIME_MS);
-      await keyRecords().deleteEntity(keyRecordId(PARTNER, key), '');
+      for await (const row of keyRecords().listEntities({ queryOptions: { filter: odata`PartitionKey eq ${keyRecordId(PARTNER, key)}` } }))
+        await keyRecords().deleteEntity(row.partitionKey as string, row.rowKey as string);
       expectAccepted(await h.post([draw(loan)], keyed(key)));
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-03-22', '2031-03-25']);
     }));
@@ -263,7 +273,7 @@ describe('a retry with the same key and the same batch', () => {
     chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
     h.rebuild({}, h.settingsVia(chaos.port));
     try {
-      expectGenericProblem(await h.post([draw(loan, 100)], keyed(key)), 502);
+      expectKeyedFailure(await h.post([draw(loan, 100)], keyed(key)));
       await h.loan({ loanNumber: loan, availableCredit: 10 }); // the loan-servicing system drew the credit down
       chaos.decide = () => ({ kind: 'pass' });
       expectAccepted(await h.post([draw(loan, 100)], keyed(key)));
@@ -506,7 +516,7 @@ describe('the retry the header exists for: a commit that landed but whose answer
     const key = newKey();
     proxy.mode = 'loseCommitAnswer';
     const first = await h.post([draw(a), draw(b)], keyed(key));
-    expectOutcomeUnknown(first);
+    expectKeyedFailure(first);
     expect(h.recordOf(first)).toMatchObject({ outcome: 'DependencyFailed', reason: 'CommitOutcomeUnknown', reasonDetail: 'commitDraws ERR_STORAGE_TIMEOUT' });
     expect(await h.drawsFor(a, b)).toHaveLength(2); // it landed
 
@@ -523,7 +533,7 @@ describe('the retry the header exists for: a commit that landed but whose answer
     const loan = await h.loan();
     const key = newKey();
     proxy.mode = 'holdCommit';
-    expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)));
+    expectKeyedFailure(await h.post([draw(loan)], keyed(key)));
     expect(await h.drawsFor(loan)).toHaveLength(0);
     proxy.mode = 'pass';
     expectAccepted(await h.post([draw(loan)], keyed(key)));
@@ -537,7 +547,7 @@ describe('the retry the header exists for: a commit that landed but whose answer
     chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
     h.rebuild({ timeouts: { attemptMs: 2_000, readMs: 2_000, commitMs: 800 } }, h.settingsVia(chaos.port));
     try {
-      expectGenericProblem(await h.post([draw(a)], keyed(key)), 502);
+      expectKeyedFailure(await h.post([draw(a)], keyed(key)));
       expect(await h.drawsFor(a)).toHaveLength(0);
       chaos.decide = () => ({ kind: 'pass' });
       expectKeyReused(await h.post([draw(b)], keyed(key)));

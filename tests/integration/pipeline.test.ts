@@ -64,6 +64,8 @@ const runnerEnv = (runsOn: unknown): Record<string, string> =>
 /** The loan docs/contract.md §4.5 reserves for the smoke check, and its partner. */
 const SMOKE_LOAN = 9007199254740991;
 const SMOKE_PARTNER = 'DEPLOY-SMOKE-CHECK';
+/** The smoke check's key: new per request (scripts/smokeCheck.cjs). */
+const SMOKE_KEY = /^deployment-smoke-check-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The user-assigned identity each client id of TARGETS belongs to. */
 const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Object.fromEntries(
@@ -424,9 +426,9 @@ describe('a push to main', () => {
     expect(log.indexOf(tokens[0])).toBeGreaterThan(log.indexOf(deploys[0]));
     expect(appRequests().map((r) => [r.token, r.idempotencyKey])).toEqual([
       [false, null],
-      [true, 'deployment-smoke-check'],
+      [true, expect.stringMatching(SMOKE_KEY)],
       [false, null],
-      [true, 'deployment-smoke-check'],
+      [true, expect.stringMatching(SMOKE_KEY)],
     ]);
     // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build),
     // then chose its runner: dev (open) a GitHub-hosted one, prod (storage closed) its runner group, inside its network.
@@ -770,7 +772,7 @@ describe('scripts/deploy.sh by hand', () => {
       );
       expect(appRequests().map((r) => [r.token, r.idempotencyKey])).toEqual([
         [false, null],
-        [true, 'deployment-smoke-check'],
+        [true, expect.stringMatching(SMOKE_KEY)],
       ]);
       const log = calls(setup.log);
       expect(log.map((c) => `${c.as}: ${verb(c)}`)).toEqual([

@@ -69,17 +69,30 @@ async function rows(table: string): Promise<unknown[]> {
   return found;
 }
 
-test('the deployed settings: 401 without a token, then 400 Invalid Loan Number for the reserved loan at index 0 and 1; no row written anywhere', async () => {
+test('the deployed settings: 401 without a token, then 400 Invalid Loan Number for the reserved loan at index 0 and 1; no draw recorded, the refusal marked under its own key', async () => {
   const before = { draws: await rows(h.config.tables.drawsTable), keys: await rows(h.config.tables.idempotencyTable) };
   const result = await smokeCheck(await smokeToken());
   expect(result.stderr).toBe('');
   expect(result.status).toBe(0);
   expect(result.stdout).toContain('smoke check passed');
-  // The answer the check judged came from reads of every table, and a refused keyed batch takes no key.
+  // The answer the check judged came from reads of every table, under a key of its own.
   const smoke = h.records.filter((r) => r.partnerId === SMOKE_PARTNER);
-  expect(smoke.map((r) => [r.outcome, r.loanNumbers, r.idempotencyKey])).toEqual([['Rejected', [SMOKE_LOAN, SMOKE_LOAN], 'deployment-smoke-check']]);
+  expect(smoke.map((r) => [r.outcome, r.loanNumbers])).toEqual([['Rejected', [SMOKE_LOAN, SMOKE_LOAN]]]);
+  expect(smoke[0].idempotencyKey).toMatch(/^deployment-smoke-check-[0-9a-f-]{36}$/);
   expect(await rows(h.config.tables.drawsTable)).toEqual(before.draws);
-  expect(await rows(h.config.tables.idempotencyTable)).toEqual(before.keys);
+  // The one row written: the refusal's mark under that key (contract §9), which housekeeping removes.
+  const written = (await rows(h.config.tables.idempotencyTable)).filter((r) => !before.keys.some((b) => JSON.stringify(b) === JSON.stringify(r)));
+  expect(written).toEqual([expect.objectContaining({ PartnerId: SMOKE_PARTNER, IdempotencyKey: smoke[0].idempotencyKey, State: 'Refused' })]);
+});
+
+test('each check is judged on the tables as they are: a second check right after the first is not answered its refusal', async () => {
+  expect((await smokeCheck(await smokeToken())).status).toBe(0);
+  await putLoan(h.table('loans'), { loanNumber: SMOKE_LOAN, partnerId: SMOKE_PARTNER, availableCredit: 1000, fundingInvestorId: 'INV-1' });
+  try {
+    expect(failureCode((await smokeCheck(await smokeToken())).stderr)).toBe('SMOKE_UNEXPECTED');
+  } finally {
+    await h.table('loans').deleteEntity(String(SMOKE_LOAN), '');
+  }
 });
 
 test("a token of another tenant (AUTH_TENANT_ID is not the token's): 401, naming the auth settings", async () => {

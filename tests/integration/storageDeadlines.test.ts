@@ -7,6 +7,7 @@
 import { Harness, UNHURRIED_TIMEOUTS, draw, type Reply } from '../support/harness';
 import { watchStalls } from '../support/eventLoopStall';
 import { expectGenericProblem, expectOutcomeUnknown } from '../support/problems';
+import { RETRY_AFTER_SECONDS } from '../../lib/problem';
 import type { FaultProxy, UnansweredRequest } from '../support/storageProxies';
 import { MAX_STORAGE_CONNECTIONS } from '../../lib/store';
 
@@ -87,7 +88,8 @@ test('storage records the commit and answers while this process is held up past 
     keyed,
   );
 
-  expectOutcomeUnknown(reply);
+  expectOutcomeUnknown(reply, RETRY_AFTER_SECONDS); // a keyed request: its resend under the key is safe
+
   expect(h.recordOf(reply)).toMatchObject({ reason: 'CommitOutcomeUnknown', reasonDetail: 'commitDraws ERR_STORAGE_TIMEOUT' });
   expect((await h.drawsFor(...loans)).map((r) => r.RequestId)).toEqual([reply.headers['x-request-id'], reply.headers['x-request-id']]);
   proxy.mode = 'pass';

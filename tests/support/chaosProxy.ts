@@ -4,7 +4,7 @@
  * produce on demand, chosen per request by the generated histories (tests/support/histories.ts).
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { storageErrorBody } from './storageProxies';
+import { storageErrorBody, transactionCost } from './storageProxies';
 
 /**
  * - `pass`: forwarded, answered.
@@ -26,8 +26,18 @@ export type Fault =
   | { readonly kind: 'resetBefore' }
   | { readonly kind: 'dropAnswer' };
 
-/** `commit`: an entity-group transaction; `read`: a GET; `write`: any other request (a single entity's insert, update, delete). */
+/**
+ * `commit`: an entity-group transaction of draws; `read`: a GET; `write`: any other request (a write of a
+ * key's rows, a transaction in its key table, whose names end in `Keys` in every table set the tests use;
+ * a single entity's insert, update, delete).
+ */
 export type StorageRequestKind = 'read' | 'commit' | 'write';
+
+/** The table a transaction writes to: that of its first operation. */
+function transactionTable(body: Buffer): string | undefined {
+  const first = transactionCost(body.toString('utf8')).keys().next();
+  return first.done ? undefined : first.value.split('/')[0];
+}
 
 export interface ChaosProxy {
   readonly port: number;
@@ -89,8 +99,10 @@ export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> => {
-    const kind: StorageRequestKind = req.url?.includes('$batch') ? 'commit' : req.method === 'GET' ? 'read' : 'write';
-    const fault = proxy.decide(kind, decodeURIComponent(req.url ?? ''));
+    const table = req.url?.includes('$batch') ? (transactionTable(body) ?? '?') : undefined;
+    const kind: StorageRequestKind = table === undefined ? (req.method === 'GET' ? 'read' : 'write') : /Keys\d*$/.test(table) ? 'write' : 'commit';
+    // A transaction's path names no table: its table is given after it.
+    const fault = proxy.decide(kind, `${decodeURIComponent(req.url ?? '')}${table === undefined ? '' : ` ${table}`}`);
     const label = `${kind}:${fault.kind}`;
     proxy.applied[label] = (proxy.applied[label] ?? 0) + 1;
     switch (fault.kind) {

@@ -1,10 +1,20 @@
 import fc from 'fast-check';
 import {
+  COMMIT_LANDS_WITHIN_MS,
+  CLOCK_TOLERANCE_MS,
   KEY_GRACE_MS,
   KEY_LIFETIME_MS,
   KEY_MEMORY_MS,
+  KEY_REUSED,
+  KEY_ROWS_KEPT_MS,
+  NO_KEY_STATE,
+  REFUSAL_LIFETIME_MS,
   batchHash,
+  decodeErrors,
+  encodeErrors,
   judgeKey,
+  replayedErrors,
+  storedErrors,
   keyRecordId,
   lastCommitStart,
   readIdempotencyKey,
@@ -12,11 +22,13 @@ import {
   settleHeld,
   settledAt,
   type KeyRecord,
+  type KeyState,
   type KeyVerdict,
   type KeyedBatch,
   type PriorDraw,
 } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
+import { DEFAULT_TIMEOUTS } from '../../lib/store';
 
 const headers = (value?: string) => ({ get: (name: string) => (name.toLowerCase() === 'idempotency-key' && value !== undefined ? value : null) });
 
@@ -113,39 +125,96 @@ describe('judgeKey', () => {
     ...over,
   });
   const at = (ms: number) => new Date(takenAt.getTime() + ms);
+  const holding = (r?: KeyRecord): KeyState => ({ holder: { value: r, etag: 'e0' } });
+  const refusal = {
+    kind: 'refused' as const,
+    errors: [{ index: 0, code: 'InvalidAmount' as const, field: 'amount' as const, detail: 'd' }],
+    requestId: 'r0',
+    refusedAt: takenAt,
+  };
 
-  test.each<[string, KeyRecord | undefined, Date, KeyVerdict]>([
-    ['no record (or an unreadable one): free', undefined, at(0), { kind: 'free' }],
-    ['taken by this batch: its day, whatever day it is now', record(), at(3_000), { kind: 'mine', day: '2031-04-01', takenAt }],
-    ['taken by this batch a moment before the lifetime ends', record(), at(KEY_LIFETIME_MS - 1), { kind: 'mine', day: '2031-04-01', takenAt }],
-    ['taken by this batch, lifetime over, grace not: expiring', record(), at(KEY_LIFETIME_MS), { kind: 'expiring', day: '2031-04-01', takenAt }],
-    ['taken by this batch, the last moment of grace', record(), at(KEY_LIFETIME_MS + KEY_GRACE_MS - 1), { kind: 'expiring', day: '2031-04-01', takenAt }],
+  test.each<[string, KeyState, Date, KeyVerdict]>([
+    ['no rows: free', NO_KEY_STATE, at(0), { kind: 'free' }],
+    ['an unreadable record: free', holding(undefined), at(0), { kind: 'free' }],
+    ['taken by this batch: its day, whatever day it is now', holding(record()), at(3_000), { kind: 'mine', day: '2031-04-01', takenAt }],
+    ['taken by this batch a moment before the lifetime ends', holding(record()), at(KEY_LIFETIME_MS - 1), { kind: 'mine', day: '2031-04-01', takenAt }],
+    ['taken by this batch, lifetime over, grace not: expiring', holding(record()), at(KEY_LIFETIME_MS), { kind: 'expiring', day: '2031-04-01', takenAt }],
+    [
+      'taken by this batch, the last moment of grace',
+      holding(record()),
+      at(KEY_LIFETIME_MS + KEY_GRACE_MS - 1),
+      { kind: 'expiring', day: '2031-04-01', takenAt },
+    ],
     [
       'taken by this batch, lifetime and grace over: expired, its day still named',
-      record(),
+      holding(record()),
       at(KEY_LIFETIME_MS + KEY_GRACE_MS),
       { kind: 'expired', day: '2031-04-01', forgotten: false },
     ],
     [
       'taken by this batch, the last moment its rows are surely kept',
-      record(),
+      holding(record()),
       at(KEY_MEMORY_MS - 1),
       { kind: 'expired', day: '2031-04-01', forgotten: false },
     ],
-    ['taken by this batch, its rows no longer surely kept: forgotten', record(), at(KEY_MEMORY_MS), { kind: 'expired', day: '2031-04-01', forgotten: true }],
-    ['taken by another batch', record({ hash: 'other' }), at(1), { kind: 'held' }],
-    ['taken by another batch, lifetime over, grace not: still held', record({ hash: 'other' }), at(KEY_LIFETIME_MS + 1), { kind: 'held' }],
-    ['taken by another batch, lifetime and grace over: free', record({ hash: 'other' }), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
-    ['a clock behind the taker (another instance): still bound', record({ hash: 'other' }), at(-5_000), { kind: 'held' }],
-  ])('%s', (_name, held, now, verdict) => {
-    expect(judgeKey(batch, held, now)).toEqual(verdict);
+    [
+      'taken by this batch, its rows no longer surely kept: forgotten, then a new submission',
+      holding(record()),
+      at(KEY_MEMORY_MS),
+      { kind: 'expired', day: '2031-04-01', forgotten: true, afterwards: { kind: 'free' } },
+    ],
+    ['taken by another batch', holding(record({ hash: 'other' })), at(1), { kind: 'held', holder: record({ hash: 'other' }) }],
+    [
+      'taken by another batch, lifetime over, grace not: still held',
+      holding(record({ hash: 'other' })),
+      at(KEY_LIFETIME_MS + 1),
+      { kind: 'held', holder: record({ hash: 'other' }) },
+    ],
+    ['taken by another batch, lifetime and grace over: free', holding(record({ hash: 'other' })), at(KEY_LIFETIME_MS + KEY_GRACE_MS), { kind: 'free' }],
+    [
+      'a clock behind the taker (another instance): still bound',
+      holding(record({ hash: 'other' })),
+      at(-5_000),
+      { kind: 'held', holder: record({ hash: 'other' }) },
+    ],
+    [
+      'this batch took the key, then another took it over: its own row keeps its day',
+      { holder: { value: record({ hash: 'other', takenAt: at(60_000) }), etag: 'e1' }, own: { value: { kind: 'taken', record: record() }, etag: 'e2' } },
+      at(120_000),
+      { kind: 'mine', day: '2031-04-01', takenAt },
+    ],
+    [
+      "taken over, and this batch's own take forgotten: the holder decides for the new submission",
+      {
+        holder: { value: record({ hash: 'other', takenAt: at(KEY_MEMORY_MS - 60_000) }), etag: 'e1' },
+        own: { value: { kind: 'taken', record: record() }, etag: 'e2' },
+      },
+      at(KEY_MEMORY_MS),
+      {
+        kind: 'expired',
+        day: '2031-04-01',
+        forgotten: true,
+        afterwards: { kind: 'held', holder: record({ hash: 'other', takenAt: at(KEY_MEMORY_MS - 60_000) }) },
+      },
+    ],
+    ['refused under the key: the same refusal', { own: { value: refusal, etag: 'e2' } }, at(1), { kind: 'refused', errors: refusal.errors, requestId: 'r0' }],
+    [
+      'refused, with another batch holding the key: the refusal still stands for this batch',
+      { holder: { value: record({ hash: 'other' }), etag: 'e1' }, own: { value: refusal, etag: 'e2' } },
+      at(KEY_LIFETIME_MS - 1),
+      { kind: 'refused', errors: refusal.errors, requestId: 'r0' },
+    ],
+    ['a refusal 24 hours old no longer stands: free', { own: { value: refusal, etag: 'e2' } }, at(REFUSAL_LIFETIME_MS), { kind: 'free' }],
+    ['an unreadable own row: free', { own: { value: undefined, etag: 'e2' } }, at(1), { kind: 'free' }],
+  ])('%s', (_name, state, now, verdict) => {
+    expect(judgeKey(batch, state, now)).toEqual(verdict);
   });
 
   test('only the time since the take counts, whatever side of midnight; no instant both completes the batch and frees the key', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), fc.boolean(), (start, elapsed, same) => {
         const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
-        const verdict = judgeKey(batch, record({ takenAt: taken, hash: same ? 'H' : 'other' }), new Date(taken.getTime() + elapsed));
+        const verdict = judgeKey(batch, holding(record({ takenAt: taken, hash: same ? 'H' : 'other' })), new Date(taken.getTime() + elapsed));
         const over = elapsed >= KEY_LIFETIME_MS + KEY_GRACE_MS;
         const expected = !same ? (over ? 'free' : 'held') : elapsed < KEY_LIFETIME_MS ? 'mine' : over ? 'expired' : 'expiring';
         expect(verdict.kind).toBe(expected);
@@ -158,19 +227,80 @@ describe('judgeKey', () => {
     expect(KEY_MEMORY_MS).toBeGreaterThan(KEY_LIFETIME_MS + KEY_GRACE_MS);
   });
 
+  test('a standing refusal answers the batch unless it holds a binding of its own; whatever the holder', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 * REFUSAL_LIFETIME_MS }),
+        fc.option(fc.integer({ min: -KEY_LIFETIME_MS, max: KEY_LIFETIME_MS })),
+        (elapsed, heldFor) => {
+          const holder = heldFor === null ? undefined : { value: record({ hash: 'other', takenAt: at(heldFor) }), etag: 'e1' };
+          const verdict = judgeKey(batch, { holder, own: { value: refusal, etag: 'e2' } }, at(elapsed));
+          if (elapsed < REFUSAL_LIFETIME_MS) expect(verdict).toEqual({ kind: 'refused', errors: refusal.errors, requestId: 'r0' });
+          else expect(['free', 'held']).toContain(verdict.kind);
+        },
+      ),
+    );
+  });
+
   test("no commit of a key's batch starts after halfway through its grace, and its outcome is final at the grace's end", () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 3 * KEY_LIFETIME_MS }), (start) => {
         const taken = new Date(Date.parse('2031-01-01T00:00:00Z') + start);
         // The last instant judged `mine` can still start its commit; the cutoff leaves half the grace for
         // that commit (bounded at seconds) and for instances' clocks to differ before the outcome is final.
-        expect(judgeKey(batch, record({ takenAt: taken }), new Date(lastCommitStart(taken) - KEY_GRACE_MS / 2 - 1)).kind).toBe('mine');
+        expect(judgeKey(batch, holding(record({ takenAt: taken })), new Date(lastCommitStart(taken) - KEY_GRACE_MS / 2 - 1)).kind).toBe('mine');
         expect(lastCommitStart(taken)).toBe(taken.getTime() + KEY_LIFETIME_MS + KEY_GRACE_MS / 2);
         expect(settledAt(taken) - lastCommitStart(taken)).toBe(KEY_GRACE_MS / 2);
-        expect(judgeKey(batch, record({ takenAt: taken }), new Date(settledAt(taken))).kind).toBe('expired');
-        expect(judgeKey(batch, record({ takenAt: taken }), new Date(settledAt(taken) - 1)).kind).toBe('expiring');
+        expect(judgeKey(batch, holding(record({ takenAt: taken })), new Date(settledAt(taken))).kind).toBe('expired');
+        expect(judgeKey(batch, holding(record({ takenAt: taken })), new Date(settledAt(taken) - 1)).kind).toBe('expiring');
       }),
     );
+  });
+
+  test("the clocks' tolerance is what is left of the grace's second half once a commit has landed, and housekeeping waits past the key's memory", () => {
+    expect(CLOCK_TOLERANCE_MS).toBe(KEY_GRACE_MS / 2 - COMMIT_LANDS_WITHIN_MS);
+    expect(CLOCK_TOLERANCE_MS).toBeGreaterThanOrEqual(4 * 60_000);
+    // A commit leaves within its deadline and storage carries it out within its 30 s server timeout.
+    expect(COMMIT_LANDS_WITHIN_MS).toBeGreaterThanOrEqual(DEFAULT_TIMEOUTS.commitMs + 30_000);
+    expect(KEY_ROWS_KEPT_MS - KEY_MEMORY_MS).toBeGreaterThan(CLOCK_TOLERANCE_MS);
+  });
+});
+
+describe('a refusal as stored and answered again', () => {
+  const spelled = (loanNumber: number, keyCase: string) => ({ index: 0, loanNumber, pointers: { loanNumber: `/0/${keyCase}`, amount: '/0/amount' } });
+  test("keeps codes and details, and answers with the resend's own spelling of the keys", () => {
+    const first = [spelled(1001, 'loanNumber'), { ...spelled(1002, 'loanNumber'), index: 1, pointers: { loanNumber: '/1/loanNumber', amount: '/1/Amount' } }];
+    const errors = [
+      { index: 0, loanNumber: 1001, code: 'InvalidLoanNumber' as const, pointer: '/0/loanNumber', detail: DETAILS.loanNotFound },
+      { index: 1, loanNumber: 1002, code: 'InvalidAmount' as const, pointer: '/1/Amount', detail: DETAILS.amountAboveCredit },
+      { index: 1, loanNumber: 1002, code: 'InvalidFundingInvestor' as const, detail: DETAILS.noFundingInvestor },
+    ];
+    const stored = decodeErrors(encodeErrors(storedErrors(errors, first)));
+    expect(stored).toEqual(storedErrors(errors, first));
+    const resend = [spelled(1001, 'LOANNUMBER'), { ...spelled(1002, 'loannumber'), index: 1, pointers: { loanNumber: '/1/loannumber', amount: '/1/AMOUNT' } }];
+    expect(replayedErrors(stored ?? [], resend)).toEqual([
+      { index: 0, loanNumber: 1001, code: 'InvalidLoanNumber', pointer: '/0/LOANNUMBER', detail: DETAILS.loanNotFound },
+      { index: 1, loanNumber: 1002, code: 'InvalidAmount', pointer: '/1/AMOUNT', detail: DETAILS.amountAboveCredit },
+      { index: 1, loanNumber: 1002, code: 'InvalidFundingInvestor', detail: DETAILS.noFundingInvestor },
+    ]);
+  });
+
+  test('a request-level refusal (the key bound to another batch) is answered again as it was', () => {
+    const stored = decodeErrors(encodeErrors(storedErrors([KEY_REUSED], [])));
+    expect(replayedErrors(stored ?? [], [])).toEqual([KEY_REUSED]);
+  });
+
+  test.each([
+    '',
+    'x',
+    '{}',
+    '[]',
+    '[[0,"Nope",null,"d"]]',
+    '[[-1,"InvalidAmount",null,"d"]]',
+    '[[0,"InvalidAmount","requestor","d"]]',
+    '[[0,"InvalidAmount",null]]',
+  ])('text that encodeErrors never writes is unreadable: %s', (text) => {
+    expect(decodeErrors(text)).toBeUndefined();
   });
 });
 
