@@ -7,13 +7,14 @@
  * When the host stops the worker (WorkerTerminate: scale-in, a new deployment, a restart), the
  * telemetry still buffered is sent before the process exits, within the host's grace period.
  */
-import { app, type HttpHandler } from '@azure/functions';
+import { app, type HttpHandler, type TimerHandler } from '@azure/functions';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { storageIdentity } from '../lib/identityOnFirstUse';
 import { SHUTDOWN_FLUSH_MS, TelemetryStartError, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
-import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
+import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler, type DrawRequestDeps } from './drawRequest';
+import { KEY_HOUSEKEEPING_SCHEDULE, createHousekeepingHandler } from './keyHousekeeping';
 
-type Started = { handler: HttpHandler; telemetry: Telemetry };
+type Started = { handler: HttpHandler; housekeeping: TimerHandler; telemetry: Telemetry };
 
 /** Telemetry as configured, or the reason it did not start: an instance that would be silent is misconfigured. */
 function startConfigured(settings: Config['telemetry']): Telemetry | ConfigError {
@@ -33,7 +34,7 @@ function misconfigured(error: ConfigError): Started {
   const telemetry = startConfigured(error.telemetry);
   if (telemetry instanceof ConfigError) console.error(`DrawRequest: ${telemetry.message}`);
   const recorder = telemetry instanceof ConfigError ? noTelemetry : telemetry;
-  return { handler: createMisconfiguredHandler(error, recorder), telemetry: recorder };
+  return { handler: createMisconfiguredHandler(error, recorder), housekeeping: () => Promise.reject(error), telemetry: recorder };
 }
 
 function createHandler(): Started {
@@ -49,10 +50,11 @@ function createHandler(): Started {
   if (telemetry instanceof ConfigError) return misconfigured(telemetry);
   // Managed identity only when no connection string is used, loaded when the first storage call asks for a token.
   const credential = config.tables.endpoint !== undefined ? storageIdentity() : undefined;
-  return { handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })), telemetry };
+  const deps: DrawRequestDeps = createDependencies(config, { credential, telemetry });
+  return { handler: createDrawRequestHandler(deps), housekeeping: createHousekeepingHandler(deps.store, deps.now), telemetry };
 }
 
-const { handler, telemetry } = createHandler();
+const { handler, housekeeping, telemetry } = createHandler();
 
 app.http('DrawRequest', {
   route: 'DrawRequest',
@@ -60,6 +62,9 @@ app.http('DrawRequest', {
   authLevel: 'anonymous', // the bearer token is the only gate
   handler,
 });
+
+// Hourly, at a minute of its own: removes the IdempotencyKeys rows past the key's memory (lib/housekeeping.ts).
+app.timer('KeyHousekeeping', { schedule: KEY_HOUSEKEEPING_SCHEDULE, handler: housekeeping });
 
 // The worker runs this on WorkerTerminate and then exits: without it, what the exporter has buffered
 // since its last export (it sends on a timer) would be lost. Bounded: the host kills the worker after

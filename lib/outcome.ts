@@ -21,7 +21,7 @@ import {
 type Phase = 'auth' | 'read' | 'commit';
 
 /** `operation [code] [status n] [storage code]`: what on-call needs of a storage failure, never a message. */
-function describeFailure(failure: StorageFailure, withCode = true): string {
+export function describeFailure(failure: StorageFailure, withCode = true): string {
   const status = failure.status === undefined ? '' : ` status ${failure.status}`;
   const code = failure.storageCode === undefined ? '' : ` ${failure.storageCode}`;
   return `${failure.operation}${withCode ? ` ${failure.code}` : ''}${status}${code}`;

@@ -92,6 +92,13 @@ export type CommitResult =
  */
 export type KeyWriteResult = { readonly ok: true } | { readonly ok: false; readonly changed: true } | { readonly ok: false; readonly failure: StorageFailure };
 
+/** A row of the key table as housekeeping listed it. */
+export interface KeyRowRef {
+  readonly partitionKey: string;
+  readonly rowKey: string;
+  readonly etag: string;
+}
+
 /** A refusal to record in a batch's own row under its key. */
 export interface Refusal {
   readonly errors: readonly StoredError[];
@@ -357,7 +364,7 @@ export class TableStore {
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
   /** The read rounds, as telemetry names them: built once, not per request. */
-  private readonly reads: Readonly<Record<'readPartner' | 'readBatchState' | 'readDraws' | 'readKeyRecord', RoundSpec>>;
+  private readonly reads: Readonly<Record<'readPartner' | 'readBatchState' | 'readDraws' | 'readKeyRecord' | 'listOldKeyRows', RoundSpec>>;
   private readonly drawsTable: string;
   private readonly keysTable: string;
   /** Absent when telemetry is off: no round context, no pipeline policy (lib/storageTelemetry.ts). */
@@ -383,6 +390,7 @@ export class TableStore {
       readBatchState: read('readBatchState', config.loansTable, config.drawsTable),
       readDraws: read('readDraws', config.drawsTable),
       readKeyRecord: read('readKeyRecord', config.idempotencyTable),
+      listOldKeyRows: read('listOldKeyRows', config.idempotencyTable),
     };
     this.drawsTable = config.drawsTable;
     this.keysTable = config.idempotencyTable;
@@ -571,6 +579,41 @@ export class TableStore {
     const result = await this.guard(spec, this.timeouts.commitMs, async (abortSignal) => {
       try {
         await this.keys.submitTransaction(actions, { abortSignal });
+        return true;
+      } catch (error) {
+        if (error instanceof RestError && CHANGED.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
+        throw error;
+      }
+    });
+    if (!result.ok) return result;
+    return result.value ? { ok: true } : { ok: false, changed: true };
+  }
+
+  /**
+   * Housekeeping's listing (lib/housekeeping.ts): the key table's rows written before `before` (their
+   * `TakenAt` or `RefusedAt`), each with the ETag it had when listed. One page per call (up to 1,000 rows),
+   * from `continuation` when given; the scan is not on any request's path.
+   */
+  async oldKeyRows(before: Date, continuation?: string): Promise<StoreResult<{ readonly rows: readonly KeyRowRef[]; readonly continuation?: string }>> {
+    const at = before.toISOString();
+    const filter = odata`TakenAt lt ${new Date(at)} or RefusedAt lt ${new Date(at)}`;
+    return this.guard(this.reads.listOldKeyRows, this.timeouts.readMs, async (signal) => {
+      const pages = this.keys
+        .listEntities<Record<string, unknown>>({ ...this.attempt(signal), queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } })
+        .byPage({ maxPageSize: 1_000, continuationToken: continuation });
+      const page = await pages.next();
+      if (page.done) return { rows: [] };
+      const rows = page.value.map((row) => ({ partitionKey: row.partitionKey as string, rowKey: row.rowKey as string, etag: row.etag }));
+      return { rows, continuation: page.value.continuationToken };
+    });
+  }
+
+  /** Removes one row of the key table if it is still as listed (its ETag): `changed` when it was written since. */
+  async removeKeyRow(row: KeyRowRef): Promise<KeyWriteResult> {
+    const spec: RoundSpec = { operation: 'removeKeyRow', tables: [this.keysTable], method: 'DELETE', expected: CHANGED, entity: row };
+    const result = await this.guard(spec, this.timeouts.commitMs, async (signal) => {
+      try {
+        await this.keys.deleteEntity(row.partitionKey, row.rowKey, { ...this.attempt(signal), etag: row.etag });
         return true;
       } catch (error) {
         if (error instanceof RestError && CHANGED.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
