@@ -1,11 +1,13 @@
 /**
  * Exactly once, and never a false answer (docs/contract.md §9), proven by generated histories: clients
  * of two partners, keyed and unkeyed batches over overlapping loans, retries after any answer or
- * without waiting for one, storage faults on every kind of request, and a clock crossing midnight.
+ * without waiting for one, storage faults on every kind of request, a clock crossing midnight, a key's
+ * lifetime, grace and memory; and the service's neighbours: the loan-servicing system writing Loans,
+ * housekeeping removing old key rows while keys are taken over, instances whose clocks differ.
  * HISTORIES sets how many (500 by default; `npm run histories` runs 5,000); HISTORY_SEED replays one.
  */
 import { Harness } from '../support/harness';
-import { describeHistory, prepareWorld, runHistory, type HistoryResult, type HistoryWorld } from '../support/histories';
+import { CLOCK_SPREAD_MS, describeHistory, prepareWorld, runHistory, type HistoryResult, type HistoryWorld } from '../support/histories';
 import { DETAILS, OUTCOME_UNKNOWN_DETAIL } from '../../lib/problem';
 import type { Reply } from '../support/harness';
 
@@ -16,7 +18,8 @@ import type { Reply } from '../support/harness';
 function kindOf(reply: Reply): string {
   if (reply.status === 204) return reply.headers['idempotent-replay'] === 'true' ? '204 replay' : '204';
   if (reply.status === 502 && reply.body?.detail !== OUTCOME_UNKNOWN_DETAIL) return '502 nothing submitted';
-  if (reply.status === 502) return reply.headers['retry-after'] === undefined ? '502 outcome unknown' : '502 outcome pending';
+  // Retry-After counts the seconds until a key's grace ends (pending), or is 2 after a keyed request's storage failure.
+  if (reply.status === 502) return Number(reply.headers['retry-after'] ?? 0) > 2 ? '502 outcome pending' : '502 outcome unknown';
   if (reply.status === 400 && reply.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyExpired) return '400 key expired';
   return String(reply.status);
 }
@@ -46,6 +49,17 @@ test(
     let answers = 0;
     let stepped = 0;
     let acrossSteps = 0;
+    const reach = {
+      memory: 0,
+      widestSpread: 0,
+      acrossStepsWithWideClocks: 0,
+      loanWrites: 0,
+      retriedAfterLoanChange: 0,
+      refusalsAnsweredAgain: 0,
+      removed: 0,
+      kept: 0,
+      takenOver: 0,
+    };
     const statuses: Record<string, number> = {};
     await Promise.all(
       Array.from({ length: PARALLEL }, async () => {
@@ -55,6 +69,15 @@ test(
           answers += result.attempts.length;
           if (result.clockSteps > 0) stepped += 1;
           acrossSteps += result.acrossSteps;
+          if (result.memory) reach.memory += 1;
+          reach.widestSpread = Math.max(reach.widestSpread, result.clockSpread);
+          if (result.clockSpread >= 0.9 * CLOCK_SPREAD_MS && result.acrossSteps > 0) reach.acrossStepsWithWideClocks += 1;
+          reach.loanWrites += result.loanWrites;
+          reach.retriedAfterLoanChange += result.retriedAfterLoanChange;
+          reach.refusalsAnsweredAgain += result.refusalsAnsweredAgain;
+          reach.removed += result.housekeeping.removed;
+          reach.kept += result.housekeeping.kept;
+          reach.takenOver += result.takenOverAfterMemory;
           for (const a of result.attempts) {
             const s = a.reply === undefined ? '?' : kindOf(a.reply);
             statuses[s] = (statuses[s] ?? 0) + 1;
@@ -69,7 +92,7 @@ test(
     // On-demand runs say what they exercised.
     if (process.env.HISTORIES !== undefined)
       process.stdout.write(
-        `${seeds.length} histories from seed ${firstSeed} (${stepped} across a key's lifetime and grace, ${acrossSteps} attempts in flight across a step): ${answers} answers ${JSON.stringify(statuses)}\n`,
+        `${seeds.length} histories from seed ${firstSeed} (${stepped} across a key's lifetime and grace, ${acrossSteps} attempts in flight across a step): ${answers} answers ${JSON.stringify(statuses)}; reached ${JSON.stringify(reach)}\n`,
       );
     if (report.length > 0) throw new Error(`${failed.length} histories broke a promise:\n\n${report.join('\n\n')}`);
     // The histories must have exercised what they claim to: every kind of answer occurred.
@@ -81,6 +104,18 @@ test(
       expect(stepped).toBeGreaterThan(COUNT / 6);
       expect(acrossSteps).toBeGreaterThan(0);
       for (const s of ['502 outcome pending', '400 key expired']) expect(statuses[s]).toBeGreaterThan(0);
+      // …and the neighbours: loans changed between two attempts of a keyed batch, refusals answered again
+      // from their mark, housekeeping removing rows past the key's memory and keeping one written since it
+      // was listed while keys were taken over, and instances whose clocks were as far apart as the service
+      // tolerates with attempts in flight across a key's grace.
+      expect(reach.memory).toBeGreaterThan(COUNT / 12);
+      expect(reach.retriedAfterLoanChange).toBeGreaterThan(0);
+      expect(reach.refusalsAnsweredAgain).toBeGreaterThan(0);
+      expect(reach.takenOver).toBeGreaterThan(0);
+      expect(reach.removed).toBeGreaterThan(0);
+      expect(reach.kept).toBeGreaterThan(0);
+      expect(reach.widestSpread).toBeGreaterThanOrEqual(0.99 * CLOCK_SPREAD_MS);
+      expect(reach.acrossStepsWithWideClocks).toBeGreaterThan(0);
     }
   },
   // 500 histories take 90 s on an idle 2-core machine and up to 435 s while another job keeps both cores

@@ -49,6 +49,8 @@ export interface ChaosProxy {
   idle(): Promise<void>;
   /** Resolves once every request in the proxy now has reached storage or been dropped (later ones may still come). */
   drained(): Promise<void>;
+  /** Commits (transactions of draws) in the proxy now: not yet answered, dropped, or forwarded and finished. */
+  readonly commitsInside: number;
   close(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ function answerError(res: ServerResponse, status: number, code: string, body: st
 
 export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
   let pending = 0;
+  let commitsInside = 0;
   let waiters: (() => void)[] = [];
   const settle = () => {
     pending -= 1;
@@ -103,6 +106,18 @@ export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
     const kind: StorageRequestKind = table === undefined ? (req.method === 'GET' ? 'read' : 'write') : /Keys\d*$/.test(table) ? 'write' : 'commit';
     // A transaction's path names no table: its table is given after it.
     const fault = proxy.decide(kind, `${decodeURIComponent(req.url ?? '')}${table === undefined ? '' : ` ${table}`}`);
+    if (kind === 'commit') {
+      commitsInside += 1;
+      try {
+        return await apply(req, res, body, kind, fault);
+      } finally {
+        commitsInside -= 1;
+      }
+    }
+    return apply(req, res, body, kind, fault);
+  };
+
+  const apply = async (req: IncomingMessage, res: ServerResponse, body: Buffer, kind: StorageRequestKind, fault: Fault): Promise<void> => {
     const label = `${kind}:${fault.kind}`;
     proxy.applied[label] = (proxy.applied[label] ?? 0) + 1;
     switch (fault.kind) {
@@ -175,6 +190,9 @@ export async function startChaosProxy(targetPort: number): Promise<ChaosProxy> {
     applied: {},
     idle: () => (pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
     drained: () => Promise.all([...inProxy]).then(() => undefined),
+    get commitsInside() {
+      return commitsInside;
+    },
     close: () => {
       server.closeAllConnections();
       waiters = [];

@@ -3,22 +3,29 @@
  * batches over overlapping loans and retry after any answer, or without waiting for one; a chaos proxy
  * between the service and a real Azurite decides each storage request's fate; the service's clock
  * crosses a midnight (UTC, or a zone whose clocks change that night) while requests are in flight.
- * Afterwards storage is read directly and every promise made to partners is checked against it.
+ * The service's neighbours move too: the loan-servicing system writes `Loans` at any moment, the
+ * service's housekeeping removes old key rows while keys are taken over, and the service runs as several
+ * instances whose clocks differ. Afterwards storage is read directly and every promise made to partners
+ * is checked against it, each answer against what the rules allowed while its attempts read.
  *
- * One seed fixes a history's plan: clients, batches, retries, faults and clock. The interleaving
- * still depends on timing, so a seed reproduces the plan, and the checks hold for every interleaving.
+ * One seed fixes a history's plan: clients, batches, retries, faults, clocks and neighbours. The
+ * interleaving still depends on timing, so a seed reproduces the plan, and the checks hold for every
+ * interleaving.
  */
 import type { HttpHandler } from '@azure/functions';
 import { TableClient, odata } from '@azure/data-tables';
 import { createDependencies, createDrawRequestHandler } from '../../functions/drawRequest';
 import { loadConfig, type Settings } from '../../lib/config';
-import { KEY_GRACE_MS, KEY_LIFETIME_MS, batchHash } from '../../lib/idempotency';
+import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, REFUSAL_LIFETIME_MS, batchHash } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
-import { drawDay, type StoreTimeouts } from '../../lib/store';
+import { drawDay, type StoreTimeouts, type TableStore } from '../../lib/store';
+import type { BatchRecord } from '../../lib/telemetry';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
-import { startChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
+import { startChaosProxy, type ChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
 import { contractViolations } from './contract';
+import { modelVerdicts, type ModelLoan } from './drawRulesModel';
 import { UNHURRIED_TIMEOUTS, invoke, recordingTelemetry, type Harness, type Reply } from './harness';
+import { housekeeperFor, type Housekeeper, type HousekeepingTally } from './housekeepers';
 
 /** Midnights to cross: UTC; Santiago, whose clocks jump from 24:00 to 01:00 that night; New York, whose clocks go back at 02:00. */
 export const MIDNIGHTS = [
@@ -28,10 +35,17 @@ export const MIDNIGHTS = [
 ] as const;
 
 /**
- * The service's clock in a history: it starts near a midnight and runs at the real pace, and in a
- * key-lifetime history it also steps forward twice while requests are in flight, so that attempts are
- * judged, read and commit on both sides of a key's 24th hour and of the end of its grace (docs/contract.md §9).
- * `at` maps a real instant back to what the clock read then, for the checks.
+ * How far apart the instances' clocks may be in a history (HISTORY_CLOCK_SPREAD_MS). The service's stated
+ * tolerance (docs/decisions.md, "Instances' clocks") less a second, for what a commit takes here: the
+ * histories reach the boundary they prove. Set above five minutes, they find the answers it would break.
+ */
+export const CLOCK_SPREAD_MS = Number(process.env.HISTORY_CLOCK_SPREAD_MS ?? 4 * 60_000 + 24_000);
+
+/**
+ * The service's clock in a history: it starts near a midnight and runs at the real pace, and steps forward
+ * while requests are in flight (across a key's 24th hour and the end of its grace), or between phases
+ * (past the key's memory, to the next midnight). Each instance reads it with its own offset. `at` maps a
+ * real instant back to what the clock read then, for the checks.
  */
 export class HistoryClock {
   private readonly startedAt = Date.now();
@@ -41,6 +55,11 @@ export class HistoryClock {
 
   now = (): Date => new Date(this.at(Date.now()));
 
+  /** The clock of an instance `offset` ms ahead of this one (behind, when negative). */
+  offsetBy(offset: number): () => Date {
+    return () => new Date(this.at(Date.now()) + offset);
+  }
+
   at(real: number): number {
     let offset = 0;
     for (const s of this.steps) if (s.real <= real) offset = s.offset;
@@ -49,6 +68,11 @@ export class HistoryClock {
 
   step(ms: number): void {
     this.steps.push({ real: Date.now(), offset: this.steps[this.steps.length - 1].offset + ms });
+  }
+
+  /** Steps so that the clock reads `target` now. */
+  stepTo(target: number): void {
+    this.step(target - this.at(Date.now()));
   }
 
   get stepped(): number {
@@ -65,8 +89,8 @@ export class HistoryClock {
  * The steps of a key-lifetime history, each a little short of its boundary so that keys taken moments
  * before it cross the boundary while the history runs: to just short of the 24th hour; past the moment
  * no commit may start any more (lastCommitStart, halfway through the grace); then to just short of the
- * grace's end. Between the last two, every storage request in flight reaches storage or is dropped:
- * in real time five minutes pass there, and no request is in flight that long (its deadline destroys it).
+ * grace's end. The last step is taken only once no commit is under way anywhere (in an instance or in the
+ * proxy): in real time five minutes pass there, and every commit lands within seconds of its start.
  * The first step comes once the clients have sent a few attempts (so keys are taken).
  */
 function lifetimeSteps(random: Random) {
@@ -88,6 +112,7 @@ export const HISTORY_CLIENTS = [
   { clientId: 'history-app-b1', partnerId: 'HISTORY-B' },
   { clientId: 'history-app-b2', partnerId: 'HISTORY-B' },
 ] as const;
+type Client = (typeof HISTORY_CLIENTS)[number];
 
 /** Short bounds, so that faults cross them within a history's second. */
 const TIMEOUTS = { attemptMs: 300, readMs: 700, commitMs: 500 };
@@ -165,23 +190,43 @@ export interface Attempt {
   readonly hash: string;
   readonly sentAt: number;
   readonly settling: boolean;
+  /** Which instance of the service it reached. */
+  readonly instance: number;
   /** What the partner means to record: one intent is one batch, however often it is resent or corrected, under whichever key. */
   readonly intent?: string;
   answeredAt?: number;
   reply?: Reply;
 }
 
-export interface HistoryResult {
+/** What the history reached, for the run's assertions that every boundary was exercised. */
+export interface HistoryReach {
+  /** How often the clock stepped across a key's lifetime and grace (0 in a history without those steps). */
+  readonly clockSteps: number;
+  /** Attempts sent before a step of the clock and answered after it: judged, read or committed across it. */
+  readonly acrossSteps: number;
+  /** The history ran past the key's memory and its rows' housekeeping age, to the next midnight. */
+  readonly memory: boolean;
+  /** Instances, and how far apart their clocks were (ms). */
+  readonly instances: number;
+  readonly clockSpread: number;
+  /** Writes of the loan-servicing system, and keyed batches sent again after one of their loans changed. */
+  readonly loanWrites: number;
+  readonly retriedAfterLoanChange: number;
+  /** Refusals answered again from a batch's mark under its key. */
+  readonly refusalsAnsweredAgain: number;
+  /** What the housekeeper removed, and kept because it was written after it was listed. */
+  readonly housekeeping: HousekeepingTally;
+  /** Batches under a key past its memory, taken over by a new batch while housekeeping ran. */
+  readonly takenOverAfterMemory: number;
+}
+
+export interface HistoryResult extends HistoryReach {
   readonly seed: number;
   readonly violations: string[];
   readonly attempts: Attempt[];
   readonly faults: Record<string, number>;
   /** The business days the history's clock spanned. */
   readonly days: string[];
-  /** How often the clock stepped across a key's lifetime or grace (0 in a midnight-only history). */
-  readonly clockSteps: number;
-  /** Attempts sent before a step of the clock and answered after it: judged, read or committed across it. */
-  readonly acrossSteps: number;
 }
 
 let loanBase = 50_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
@@ -189,7 +234,10 @@ let loanBase = 50_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
 const isReplay = (r: Reply) => r.status === 204 && r.headers['idempotent-replay'] === 'true';
 const isFresh204 = (r: Reply) => r.status === 204 && r.headers['idempotent-replay'] === undefined;
 const isKeyReused = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyReused;
-/** The 502 of a key in its grace: outcome not known yet, with the seconds until it is (contract §9). */
+/**
+ * An outcome-unknown 502 with the seconds to wait before resending under the key: a key in its grace (the
+ * seconds until its outcome is known, contract §9), or a keyed request whose storage failed (2).
+ */
 const isPending = (r: Reply) => r.status === 502 && !saysNothingRecorded(r) && r.headers['retry-after'] !== undefined;
 const isKeyExpired = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyExpired;
 /** A 502 that tells the partner nothing was recorded (the others say the outcome is unknown). */
@@ -219,6 +267,92 @@ function faultFor(random: Random, level: number, kind: StorageRequestKind): Faul
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A loan as the loan-servicing system keeps it; `undefined` once removed. */
+interface LoanState {
+  readonly partnerId: string;
+  readonly credit: number;
+  readonly fundingInvestorId: string;
+}
+
+/** One version of a loan: the write that made it started at `start` and was answered at `end` (real ms). */
+interface LoanVersion {
+  readonly start: number;
+  readonly end: number;
+  readonly state?: LoanState;
+}
+
+/**
+ * The loan-servicing system: at random moments it raises or lowers a loan's credit, hands it to the other
+ * partner or back, removes or restores its funding investor, removes the loan or puts it back. Each write's
+ * start and end are kept: a read made between them may have seen either version.
+ */
+class LoanServicer {
+  readonly versions = new Map<number, LoanVersion[]>();
+  writes = 0;
+  private running = false;
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly table: TableClient,
+    private readonly random: Random,
+    private readonly loans: readonly { readonly loanNumber: number; readonly initial: LoanState }[],
+    private readonly everyMs: number,
+  ) {
+    for (const l of loans) this.versions.set(l.loanNumber, [{ start: -Infinity, end: -Infinity, state: l.initial }]);
+  }
+
+  start(): void {
+    if (this.everyMs === 0 || this.running) return;
+    this.running = true;
+    this.done = (async () => {
+      while (this.running) {
+        await sleep(this.random.int(0, this.everyMs));
+        if (this.running) await this.change();
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.done;
+  }
+
+  private async change(): Promise<void> {
+    const { loanNumber, initial } = this.random.pick(this.loans);
+    const history = this.versions.get(loanNumber) as LoanVersion[];
+    const current = history[history.length - 1].state;
+    const roll = this.random.next();
+    const base = current ?? initial;
+    let next: LoanState | undefined;
+    if (current === undefined) next = initial;
+    else if (roll < 0.45) next = { ...base, credit: this.random.pick([0, 15, 40, 70, 1000]) };
+    else if (roll < 0.6) next = { ...base, partnerId: base.partnerId === initial.partnerId ? otherPartner(initial.partnerId) : initial.partnerId };
+    else if (roll < 0.8) next = { ...base, fundingInvestorId: base.fundingInvestorId === '' ? 'INV-1' : '' };
+    else next = undefined;
+    const start = Date.now();
+    if (next === undefined) await this.table.deleteEntity(String(loanNumber), '');
+    else await putLoan(this.table, { loanNumber, partnerId: next.partnerId, availableCredit: next.credit, fundingInvestorId: next.fundingInvestorId });
+    history.push({ start, end: Date.now(), state: next });
+    this.writes += 1;
+  }
+
+  /** The versions of a loan a read made between `from` and `to` (real ms) may have seen. */
+  visible(loanNumber: number, from: number, to: number): (LoanState | undefined)[] {
+    const history = this.versions.get(loanNumber) ?? [];
+    return history.filter((v, i) => v.start <= to && (i === history.length - 1 || history[i + 1].end > from)).map((v) => v.state);
+  }
+
+  /** Whether the loan was written between these two real instants. */
+  changedBetween(loanNumber: number, from: number, to: number): boolean {
+    return (this.versions.get(loanNumber) ?? []).some((v) => v.start > from && v.start < to);
+  }
+}
+
+const otherPartner = (partnerId: string) => (partnerId === 'HISTORY-A' ? 'HISTORY-B' : 'HISTORY-A');
+
+/** A history's schedule of clock steps: none (a midnight only), across a key's lifetime and grace, or past its memory. */
+type Schedule = 'midnight' | 'lifetime' | 'memory';
+
 /** Runs the history of `seed` and checks it; an empty `violations` means every promise held. */
 export async function runHistory(world: HistoryWorld, seed: number, index = 0): Promise<HistoryResult> {
   const tables = await tableSet(world, Math.floor(index / HISTORIES_PER_TABLE_SET));
@@ -229,12 +363,44 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const faultRandom = new Random(seed ^ 0x5bd1e995);
   const level = random.pick([0, 0.15, 0.3, 0.5]);
 
-  // The clock starts shortly before midnight and runs at the real pace; in a third of the histories it
-  // also steps across a key's lifetime and grace while requests are in flight.
+  // The clock starts shortly before midnight and runs at the real pace. In a third of the histories it
+  // also steps across a key's lifetime and grace while requests are in flight; in a sixth it goes on past
+  // the key's memory (while housekeeping runs and keys are taken over) and to the next midnight.
   const clockStart = midnight.midnight - random.int(0, 900);
   const clock = new HistoryClock(clockStart);
-  const now = clock.now;
-  const steps = random.chance(1 / 3) ? lifetimeSteps(random) : undefined;
+  const roll = random.next();
+  const schedule: Schedule = roll < 1 / 3 ? 'lifetime' : roll < 1 / 2 ? 'memory' : 'midnight';
+  const steps = schedule === 'lifetime' ? lifetimeSteps(random) : undefined;
+
+  // One to three instances of the service, each with its own caches, store and clock.
+  const instanceCount = random.int(1, 3);
+  const spread = instanceCount === 1 || random.chance(1 / 3) ? 0 : random.chance(1 / 2) ? CLOCK_SPREAD_MS : random.int(0, CLOCK_SPREAD_MS);
+  const offsets = Array.from({ length: instanceCount }, (_, i) => (instanceCount === 1 ? 0 : Math.round(spread * (i / (instanceCount - 1) - 0.5))));
+
+  // A history past the key's memory has a key table of its own: its housekeeper, whose clock is two days on,
+  // would otherwise remove the rows of the histories running beside it, whose clocks are not.
+  const keysTable = schedule === 'memory' ? `HistoryKeysM${index}` : (tables.IDEMPOTENCY_TABLE as string);
+  if (schedule === 'memory') await tableClient(harness.azurite.connectionString, keysTable).createTable();
+  const proxy = await startChaosProxy(harness.azurite.port);
+  proxy.decide = (kind) => faultFor(faultRandom, level, kind);
+  const settings: Settings = { ...harness.settingsVia(proxy.port), ...tables, IDEMPOTENCY_TABLE: keysTable, DRAW_DAY_TIMEZONE: midnight.zone };
+  const table = (name: string) => tableClient(harness.azurite.connectionString, name);
+  const records: BatchRecord[] = [];
+  /** Commits an instance has started (its cutoff checked) and not yet seen end: the clock steps past a grace only when there are none. */
+  const commitsUnderWay = { count: 0 };
+  const instanceOf = (timeouts: StoreTimeouts, settingsUsed: Settings, now: () => Date): HttpHandler => {
+    const config = loadConfig(settingsUsed);
+    const deps = createDependencies(config, { timeouts, telemetry: recordingTelemetry((r) => records.push(r)), now });
+    // Only the business day follows the injected clock; tokens are checked against real time.
+    return createDrawRequestHandler({ ...deps, now, store: countingCommits(deps.store, commitsUnderWay) });
+  };
+  const instances = offsets.map((offset) => instanceOf(TIMEOUTS, settings, clock.offsetBy(offset)));
+
+  /** Steps the clock once no commit is under way, in an instance or in the proxy: atomically with that check. */
+  const quietlyStep = async (step: () => void) => {
+    while (commitsUnderWay.count > 0 || proxy.commitsInside > 0) await sleep(2);
+    step();
+  };
   let stepTimer: Promise<void> | undefined;
   const takeSteps = async () => {
     if (steps === undefined) return;
@@ -242,24 +408,11 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     clock.step(steps.lifetimeMs);
     await sleep(steps.thenMs);
     clock.step(steps.pastCutoffMs);
-    await proxy.drained();
-    clock.step(steps.toGraceEndMs);
+    await quietlyStep(() => clock.step(steps.toGraceEndMs));
   };
-
-  const proxy = await startChaosProxy(harness.azurite.port);
-  proxy.decide = (kind) => faultFor(faultRandom, level, kind);
-  const settings: Settings = { ...harness.settingsVia(proxy.port), ...tables, DRAW_DAY_TIMEZONE: midnight.zone };
-  const table = (name: string) => tableClient(harness.azurite.connectionString, name);
-  const handlerWith = (timeouts: StoreTimeouts, settingsUsed: Settings): HttpHandler => {
-    const config = loadConfig(settingsUsed);
-    const deps = createDependencies(config, { timeouts, telemetry: recordingTelemetry(() => undefined) });
-    // Only the business day follows the injected clock; tokens are checked against real time.
-    return createDrawRequestHandler({ ...deps, now });
-  };
-  const handler = handlerWith(TIMEOUTS, settings);
 
   // Loans: three of each partner with room, one of partner A with little credit.
-  const loans: { loanNumber: number; partnerId: string; credit: number }[] = [];
+  const loans: { loanNumber: number; initial: LoanState }[] = [];
   for (const [partnerId, credit] of [
     ['HISTORY-A', 1000],
     ['HISTORY-A', 1000],
@@ -269,28 +422,32 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     ['HISTORY-B', 1000],
   ] as const) {
     loanBase += 1;
-    loans.push({ loanNumber: loanBase, partnerId, credit });
+    loans.push({ loanNumber: loanBase, initial: { partnerId, credit, fundingInvestorId: 'INV-1' } });
   }
-  await Promise.all(
-    loans.map((l) =>
-      putLoan(table(tables.LOANS_TABLE as string), { loanNumber: l.loanNumber, partnerId: l.partnerId, availableCredit: l.credit, fundingInvestorId: 'INV-1' }),
-    ),
-  );
+  const loansTable = table(tables.LOANS_TABLE as string);
+  await Promise.all(loans.map((l) => putLoan(loansTable, { loanNumber: l.loanNumber, ...l.initial, availableCredit: l.initial.credit })));
+  // In half of the histories the loan-servicing system writes Loans while the clients send.
+  const servicer = new LoanServicer(loansTable, new Random(seed ^ 0x2545f491), loans, random.chance(1 / 2) ? random.int(15, 150) : 0);
 
   const attempts: Attempt[] = [];
   const inFlight: Promise<void>[] = [];
-  const send = (
-    client: (typeof HISTORY_CLIENTS)[number],
-    batch: readonly Element[],
-    key: string | undefined,
-    h: HttpHandler,
-    settling = false,
-    intent?: string,
-  ) => {
-    const attempt: Attempt = { client: client.clientId, partnerId: client.partnerId, key, batch, hash: batchHash(batch), sentAt: Date.now(), settling, intent };
+  const instanceChoice = new Random(seed ^ 0x68e31da4);
+  const send = (client: Client, batch: readonly Element[], key: string | undefined, settling = false, intent?: string, handler?: HttpHandler) => {
+    const instance = instanceChoice.int(0, instances.length - 1);
+    const attempt: Attempt = {
+      client: client.clientId,
+      partnerId: client.partnerId,
+      key,
+      batch,
+      hash: batchHash(batch),
+      sentAt: Date.now(),
+      settling,
+      instance,
+      intent,
+    };
     attempts.push(attempt);
     if (steps !== undefined && !settling && stepTimer === undefined && attempts.length >= steps.afterAttempts) stepTimer = takeSteps();
-    const done = post(h, world.tokens.get(client.clientId) as string, batch, key).then((reply) => {
+    const done = post(handler ?? instances[instance], world.tokens.get(client.clientId) as string, batch, key).then((reply) => {
       attempt.reply = reply;
       attempt.answeredAt = Date.now();
     });
@@ -298,96 +455,159 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     return { attempt, done };
   };
 
+  /**
+   * A client's intent: a batch sent and resent as the partners' guide says, until an answer settles it.
+   * Some clients stop waiting (their answer is lost to them) and retry while the first is in flight.
+   */
+  const pursue = async (
+    client: Client,
+    intentId: string,
+    first: { key?: string; batch: readonly Element[] },
+    choiceSeed: number,
+    tries: number,
+    keyTag = '',
+  ) => {
+    let { batch, key } = first;
+    const choices = new Random(choiceSeed);
+    const intent = key === undefined ? undefined : intentId;
+    for (let t = 0; t < tries; t++) {
+      const { attempt, done } = send(client, batch, key, false, intent);
+      const patienceMs = choices.chance(0.25) ? choices.int(20, 600) : undefined;
+      const answered = await Promise.race([done.then(() => true), patienceMs === undefined ? done.then(() => true) : sleep(patienceMs).then(() => false)]);
+      const reply = answered ? attempt.reply : undefined;
+      if (reply === undefined || reply.status === 502) {
+        // No answer, or a failure: a keyed batch is retried with its key; an unkeyed one sometimes blindly.
+        if (key === undefined && !choices.chance(0.4)) break;
+        await sleep(choices.int(0, 60));
+        continue;
+      }
+      if (reply.status === 204) {
+        if (choices.chance(0.2)) send(client, batch, key, false, intent);
+        break;
+      }
+      if (isKeyExpired(reply)) {
+        // The partner does what the answer says: the same batch under a new key.
+        key = `${first.key}-${keyTag}t${t}`;
+        continue;
+      }
+      if (reply.status === 400 && key !== undefined && !isKeyReused(reply) && choices.chance(0.5)) {
+        // The partner corrects the batch (drops what was refused) and sends it under the same key, or a new one.
+        const refused = new Set<number>((reply.body?.errors ?? []).map((e: { index?: number }) => e.index));
+        const corrected = batch.filter((_, i) => !refused.has(i));
+        if (corrected.length === 0 || corrected.length === batch.length) break;
+        batch = corrected;
+        if (choices.chance(0.3)) key = `${first.key}-${keyTag}c${t}`;
+        continue;
+      }
+      break;
+    }
+  };
+
+  const batchOf = (client: Client, random: Random) => {
+    const own = loans.filter((l) => l.initial.partnerId === client.partnerId);
+    return Array.from({ length: random.int(1, 3) }, () => ({
+      loanNumber: (random.chance(0.9) ? random.pick(own) : random.pick(loans)).loanNumber,
+      amount: random.int(10, 80),
+      requestor: `${client.clientId}@partner.example`,
+    }));
+  };
+
   const clientCount = random.int(2, 4);
   const chosen = [HISTORY_CLIENTS[0], HISTORY_CLIENTS[2], HISTORY_CLIENTS[1], HISTORY_CLIENTS[3]].slice(0, clientCount);
-  const plans = chosen.map((client, c) => {
-    const own = loans.filter((l) => l.partnerId === client.partnerId);
-    const intents = Array.from({ length: random.int(1, 3) }, (_, i) => ({
+  const plans = chosen.map((client, c) => ({
+    client,
+    intents: Array.from({ length: random.int(1, 3) }, (_, i) => ({
+      id: `${client.clientId}|${i}`,
       key: random.chance(0.75) ? `h${seed}-c${c}-i${i}` : undefined,
-      batch: Array.from({ length: random.int(1, 3) }, () => ({
-        loanNumber: (random.chance(0.9) ? random.pick(own) : random.pick(loans)).loanNumber,
-        amount: random.int(10, 80),
-        requestor: `${client.clientId}@partner.example`,
-      })),
+      batch: batchOf(client, random),
       gapMs: random.int(0, 40),
       choiceSeed: Math.floor(random.next() * 2 ** 32),
-    }));
-    return { client, intents };
-  });
+    })),
+  }));
 
+  servicer.start();
   await Promise.all(
     plans.map(async ({ client, intents }) => {
-      for (const [i, intent] of intents.entries()) {
+      for (const intent of intents) {
         await sleep(intent.gapMs);
-        let batch = intent.batch;
-        let key = intent.key;
-        const choices = new Random(intent.choiceSeed);
-        const intentId = key === undefined ? undefined : `${client.clientId}|${i}`;
-        for (let tries = 0; tries < (steps === undefined ? 4 : 6); tries++) {
-          const { attempt, done } = send(client, batch, key, handler, false, intentId);
-          // Some clients stop waiting (their answer is lost to them) and retry while the first is in flight.
-          const patienceMs = choices.chance(0.25) ? choices.int(20, 600) : undefined;
-          const answered = await Promise.race([done.then(() => true), patienceMs === undefined ? done.then(() => true) : sleep(patienceMs).then(() => false)]);
-          const reply = answered ? attempt.reply : undefined;
-          if (reply === undefined || reply.status === 502) {
-            // No answer, or a failure: a keyed batch is retried with its key; an unkeyed one sometimes blindly.
-            if (key === undefined && !choices.chance(0.4)) break;
-            await sleep(choices.int(0, 60));
-            continue;
-          }
-          if (reply.status === 204) {
-            if (choices.chance(0.2)) send(client, batch, key, handler, false, intentId);
-            break;
-          }
-          if (isKeyExpired(reply)) {
-            // The partner does what the answer says: the same batch under a new key.
-            key = `${intent.key}-t${tries}`;
-            continue;
-          }
-          if (reply.status === 400 && key !== undefined && !isKeyReused(reply) && choices.chance(0.5)) {
-            // The partner corrects the batch (drops what was refused) and sends it under the same key.
-            const refused = new Set<number>((reply.body?.errors ?? []).map((e: { index?: number }) => e.index));
-            const corrected = batch.filter((_, i) => !refused.has(i));
-            if (corrected.length === 0 || corrected.length === batch.length) break;
-            batch = corrected;
-            continue;
-          }
-          break;
-        }
+        await pursue(client, intent.id, intent, intent.choiceSeed, steps === undefined ? 4 : 6);
       }
     }),
   );
   await Promise.all(inFlight);
   // Steps the clients finished before are taken now, so that the settling below is judged past them.
   await (stepTimer ??= takeSteps());
+
+  // Past the key's memory: housekeeping runs while partners reuse their old keys for new batches (allowed
+  // after a key's grace, contract §9), then, across the next midnight, resend those batches as after a lost
+  // answer (within 24 hours, as advised).
+  let housekeeper: Housekeeper | undefined;
+  const reused = new Set<string>();
+  if (schedule === 'memory') {
+    const reuses = plans.flatMap(({ client, intents }) =>
+      intents
+        .filter((i) => i.key !== undefined && random.chance(0.7))
+        .map((i) => ({ client, id: `${i.id}|reuse`, key: i.key as string, batch: batchOf(client, random) })),
+    );
+    // Past the housekeeping age of every row of the first phase, by every clock: the housekeeper finds them all.
+    await quietlyStep(() => clock.stepTo(clockStart + KEY_MEMORY_MS + 60 * 60_000 + CLOCK_SPREAD_MS + random.int(0, 3_000)));
+    housekeeper = housekeeperFor(harness, keysTable, clock.offsetBy(random.int(-CLOCK_SPREAD_MS / 2, CLOCK_SPREAD_MS / 2)), random);
+    housekeeper.start();
+    await Promise.all(
+      reuses.map(async (r, i) => {
+        reused.add(`${r.client.partnerId}|${r.key}`);
+        await sleep(random.int(0, 60));
+        await pursue(r.client, r.id, r, seed + i, 4, 'r');
+      }),
+    );
+    await Promise.all(inFlight);
+    const nextMidnight = midnightAfter(clock.at(Date.now()), midnight.zone);
+    await quietlyStep(() => clock.stepTo(nextMidnight - random.int(0, 1_500)));
+    // A partner resends what it has no definitive answer for (no answer, a 204 it did not get, a 502); a 400 it does not.
+    const lastAnswer = (r: (typeof reuses)[number]) =>
+      attempts.filter((a) => a.intent === r.id && a.key === r.key && a.hash === batchHash(r.batch)).pop()?.reply;
+    await Promise.all(reuses.filter((r) => lastAnswer(r)?.status !== 400).map((r) => send(r.client, r.batch, r.key, false, r.id).done));
+    await housekeeper.stop();
+  }
+  await servicer.stop();
+  await Promise.all(inFlight);
   await proxy.idle();
 
   const violations: string[] = [];
-  const days = [...new Set([drawDay(new Date(clockStart), midnight.zone), drawDay(now(), midnight.zone)])];
+  const days = [...new Set([drawDay(new Date(clockStart), midnight.zone), drawDay(clock.now(), midnight.zone)])];
   const drawsTable = table(tables.DRAWS_TABLE as string);
   const loanNumbers = loans.map((l) => l.loanNumber);
   let rows = await readRows(drawsTable, loanNumbers);
-  checkHistory(attempts, rows, violations);
+  checkHistory(attempts, rows, servicer, reused, violations);
 
-  // Settling: with storage healthy, every keyed batch is sent once more; each must end in the replay
-  // when it was recorded, or otherwise in an answer that agrees with storage.
+  // Settling: with storage healthy, every keyed batch a partner could still be retrying (within 24 hours of
+  // its key's use) is sent once more; each must end in the replay when it was recorded, or otherwise in an
+  // answer that agrees with storage.
   proxy.decide = () => ({ kind: 'pass' });
   // Its bounds are not what is tested here: a settling answer must say how the batch ended, and on a busy
   // machine a read took over 5 s with storage healthy (a 502 then proves nothing either way).
-  const settler = handlerWith(UNHURRIED_TIMEOUTS, settings);
+  const settler = instanceOf(UNHURRIED_TIMEOUTS, settings, clock.now);
   // Past a key's grace a different batch under it is a new submission (§9), so there each key is settled
   // with the last batch its partner sent under it, as a partner's own retry would; within it, with every one.
-  const keyedBatches = new Map<string, Attempt>();
-  for (const a of attempts) if (a.key !== undefined) keyedBatches.set(steps === undefined ? `${a.partnerId}|${a.key}|${a.hash}` : `${a.partnerId}|${a.key}`, a);
-  for (const a of keyedBatches.values()) {
+  const settled = new Map<string, Attempt>();
+  for (const a of attempts) {
+    if (a.key === undefined || (schedule === 'memory' && !reused.has(`${a.partnerId}|${a.key}`))) continue;
+    settled.set(steps === undefined && schedule !== 'memory' ? `${a.partnerId}|${a.key}|${a.hash}` : `${a.partnerId}|${a.key}`, a);
+  }
+  for (const a of settled.values()) {
+    // A refusal stands for 24 hours (contract §9); a partner does not send a refused batch again, so past
+    // that (with the instances' clocks apart) it is not settled: the same batch would be judged anew.
+    const answers = attempts.filter((b) => !b.settling && b.partnerId === a.partnerId && b.key === a.key && b.hash === a.hash && b.reply !== undefined);
+    const last = answers[answers.length - 1];
+    if (last?.reply?.status === 400 && clock.now().getTime() - clock.at(last.sentAt) >= REFUSAL_LIFETIME_MS - CLOCK_SPREAD_MS) continue;
     const recordedBefore = recordedUnder(rows, a.partnerId, a.key as string);
-    const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as (typeof HISTORY_CLIENTS)[number];
-    let { attempt, done } = send(client, a.batch, a.key, settler, true, a.intent);
+    const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as Client;
+    let { attempt, done } = send(client, a.batch, a.key, true, a.intent, settler);
     await done;
-    if (isPending(attempt.reply as Reply)) {
+    for (let waits = 0; waits < 2 && isPending(attempt.reply as Reply); waits++) {
       // Inside its key's grace: the partner waits what Retry-After says, and then learns the outcome.
       clock.step(Number((attempt.reply as Reply).headers['retry-after']) * 1000);
-      ({ attempt, done } = send(client, a.batch, a.key, settler, true, a.intent));
+      ({ attempt, done } = send(client, a.batch, a.key, true, a.intent, settler));
       await done;
     }
     const reply = attempt.reply as Reply;
@@ -395,30 +615,13 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     const mine = recordedBefore.filter((g) => g.hash === a.hash);
     if (mine.length > 0 && !isReplay(reply))
       violations.push(`${tag}, but the batch was recorded under the key (request ${mine[0].requestId}): expected the replay`);
-    if (mine.length === 0 && recordedBefore.length > 0 && !isKeyReused(reply))
-      violations.push(`${tag}, but the key had recorded another batch (request ${recordedBefore[0].requestId}): expected 400 key reused`);
+    if (mine.length === 0 && recordedBefore.length > 0 && reply.status === 204 && !reused.has(`${a.partnerId}|${a.key}`))
+      violations.push(`${tag}, but the key had recorded another batch (request ${recordedBefore[0].requestId}): expected 400`);
     if (reply.status !== 204 && reply.status !== 400) violations.push(`${tag}: storage was healthy, expected 204 or 400`);
-    // A refusal stands for the rest of its business day: the same batch under the same key is refused
-    // again. Except after a 502 of that batch (contract §9): its take of the key may reach storage after
-    // the refusal was judged, binding the key to the batch in its earlier day, where a retry completes it.
-    const today = drawDay(now(), midnight.zone);
-    const dayAt = (t: number) => drawDay(new Date(clock.at(t)), midnight.zone);
-    const sameBatch = (b: Attempt) => !b.settling && b.key === a.key && b.partnerId === a.partnerId && b.hash === a.hash;
-    const refusedToday = attempts.some(
-      (b) =>
-        sameBatch(b) &&
-        b.reply?.status === 400 &&
-        !isKeyReused(b.reply) &&
-        dayAt(b.sentAt) === today &&
-        dayAt(b.answeredAt ?? b.sentAt) === today &&
-        !attempts.some((c) => sameBatch(c) && c.reply?.status === 502 && c.sentAt < (b.answeredAt ?? b.sentAt)),
-    );
-    if (refusedToday && mine.length === 0 && reply.status === 204)
-      violations.push(`${tag}, but the same batch under this key was refused earlier the same day: expected the same 400`);
-    if (!days.includes(today)) days.push(today);
+    if (!days.includes(drawDay(clock.now(), midnight.zone))) days.push(drawDay(clock.now(), midnight.zone));
     rows = await readRows(drawsTable, loanNumbers);
   }
-  checkHistory(attempts, rows, violations);
+  checkHistory(attempts, rows, servicer, reused, violations);
   await proxy.close();
   return {
     seed,
@@ -426,9 +629,45 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     attempts,
     faults: { ...proxy.applied },
     days,
-    clockSteps: clock.stepped,
+    clockSteps: steps === undefined ? 0 : clock.stepped,
     acrossSteps: attempts.filter((a) => clock.steppedBetween(a.sentAt, a.answeredAt ?? a.sentAt)).length,
+    memory: schedule === 'memory',
+    instances: instanceCount,
+    clockSpread: Math.max(...offsets) - Math.min(...offsets),
+    loanWrites: servicer.writes,
+    retriedAfterLoanChange: retriedAfterLoanChange(attempts, servicer),
+    refusalsAnsweredAgain: records.filter((r) => r.outcome === 'Rejected' && r.reasonDetail !== undefined).length,
+    housekeeping: housekeeper?.tally ?? { removed: 0, kept: 0 },
+    takenOverAfterMemory: attempts.filter((a) => a.intent?.endsWith('|reuse') && a.reply !== undefined && isFresh204(a.reply)).length,
   };
+}
+
+/** A store that counts its commits under way: from the call (the cutoff's check is in it) until it has ended. */
+function countingCommits(store: TableStore, underWay: { count: number }): TableStore {
+  return new Proxy(store, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (property !== 'commitDraws') return value.bind(target);
+      return (...args: unknown[]) => {
+        underWay.count += 1;
+        return (value.apply(target, args) as Promise<unknown>).finally(() => (underWay.count -= 1));
+      };
+    },
+  });
+}
+
+/** The first midnight of the business day's zone after `after` (ms), found by the day changing. */
+function midnightAfter(after: number, zone: string): number {
+  const today = drawDay(new Date(after), zone);
+  let low = after;
+  let high = after + 26 * 60 * 60_000;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (drawDay(new Date(mid), zone) === today) low = mid;
+    else high = mid;
+  }
+  return high;
 }
 
 async function post(handler: HttpHandler, token: string, batch: readonly Element[], key: string | undefined): Promise<Reply> {
@@ -452,19 +691,17 @@ interface Row {
 async function readRows(table: TableClient, loanNumbers: readonly number[]): Promise<Row[]> {
   const rows: Row[] = [];
   const anyLoan = loanNumbers.map((n) => odata`RowKey eq ${String(n)}`).join(' or ');
-  {
-    for await (const e of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: anyLoan } })) {
-      rows.push({
-        day: e.partitionKey as string,
-        loanNumber: Number(e.rowKey),
-        amount: e.Amount as number,
-        requestor: e.Requestor as string,
-        partnerId: e.PartnerId as string,
-        requestId: e.RequestId as string,
-        key: e.IdempotencyKey as string | undefined,
-        hash: e.BatchHash as string | undefined,
-      });
-    }
+  for await (const e of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: anyLoan } })) {
+    rows.push({
+      day: e.partitionKey as string,
+      loanNumber: Number(e.rowKey),
+      amount: e.Amount as number,
+      requestor: e.Requestor as string,
+      partnerId: e.PartnerId as string,
+      requestId: e.RequestId as string,
+      key: e.IdempotencyKey as string | undefined,
+      hash: e.BatchHash as string | undefined,
+    });
   }
   return rows;
 }
@@ -487,14 +724,56 @@ function summary(reply: Reply): string {
   return String(reply.status);
 }
 
-/** Every promise to partners, checked against what storage holds. */
-function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violations: string[]): void {
+/** The real instants a keyed batch's attempts span, from the first sent to this one's answer: when its reads may have been made. */
+function readWindow(attempts: readonly Attempt[], a: Attempt): [number, number] {
+  const end = a.answeredAt ?? a.sentAt;
+  if (a.key === undefined) return [a.sentAt, end];
+  const same = attempts.filter((b) => b.partnerId === a.partnerId && b.key === a.key && b.hash === a.hash && b.sentAt <= end);
+  return [Math.min(...same.map((b) => b.sentAt)), end];
+}
+
+/** The codes rules 4–7 may give an element over the loan's versions in the window ('pass' when none applies). */
+function possibleCodes(servicer: LoanServicer, partnerId: string, element: Element, window: [number, number]): Set<string> {
+  const codes = new Set<string>();
+  for (const state of servicer.visible(element.loanNumber, ...window)) {
+    const loan: ModelLoan | undefined =
+      state === undefined
+        ? undefined
+        : { partnerId: state.partnerId, creditCents: state.credit * 100, creditFraction: 0, fundingInvestorId: state.fundingInvestorId };
+    const [code] = modelVerdicts(
+      [{ loanNumber: element.loanNumber, amountCents: Math.round(element.amount * 100) }],
+      new Map(loan === undefined ? [] : [[element.loanNumber, loan]]),
+      new Set(),
+      partnerId,
+    );
+    codes.add(code ?? 'pass');
+  }
+  return codes;
+}
+
+/** Keyed batches sent again after one of their loans was written since the first attempt: the interleaving of contract §9's retries with the loan-servicing system. */
+function retriedAfterLoanChange(attempts: readonly Attempt[], servicer: LoanServicer): number {
+  const firsts = new Map<string, Attempt>();
+  let count = 0;
+  for (const a of attempts) {
+    if (a.key === undefined) continue;
+    const id = `${a.partnerId}|${a.key}|${a.hash}`;
+    const first = firsts.get(id);
+    if (first === undefined) firsts.set(id, a);
+    else if (a.batch.some((e) => servicer.changedBetween(e.loanNumber, first.sentAt, a.sentAt))) count += 1;
+  }
+  return count;
+}
+
+/** Every promise to partners, checked against what storage holds. `reused`: keys a partner used again for a new batch past their memory. */
+function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], servicer: LoanServicer, reused: ReadonlySet<string>, violations: string[]): void {
   const byRequest = new Map<string, Row[]>();
   for (const r of rows) byRequest.set(r.requestId, [...(byRequest.get(r.requestId) ?? []), r]);
   const attemptOf = new Map<string, Attempt>();
   for (const a of attempts) if (a.reply?.headers['x-request-id']) attemptOf.set(a.reply.headers['x-request-id'], a);
   const say = (a: Attempt, text: string) =>
     violations.push(`${a.client} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] answered ${a.reply ? summary(a.reply) : 'nothing'}: ${text}`);
+  const recordedBatch = (a: Attempt) => recordedUnder(rows, a.partnerId, a.key ?? '').filter((g) => g.hash === a.hash);
 
   for (const a of attempts) {
     const reply = a.reply;
@@ -516,12 +795,15 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
     } else if (own.length > 0) {
       say(a, `${own.length} row(s) were recorded under its request id`);
     }
-    if (isReplay(reply)) {
-      const recorded = recordedUnder(rows, a.partnerId, a.key ?? '').filter((g) => g.hash === a.hash);
-      if (recorded.length === 0) say(a, 'a replay, but no batch is recorded under its key with its hash');
+    if (isReplay(reply) && recordedBatch(a).length === 0) say(a, 'a replay, but no batch is recorded under its key with its hash');
+    if (a.key !== undefined) {
+      // A definitive answer under a key is never contradicted by what an attempt of that key does afterwards.
+      const recorded = recordedBatch(a);
+      if (reply.status === 400 && recorded.length > 0) say(a, `a 400 under the key, but the batch was recorded under it (request ${recorded[0].requestId})`);
+      if (saysNothingRecorded(reply) && recorded.length > 0)
+        say(a, `told nothing was submitted, but the batch is recorded under its key (request ${recorded[0].requestId}): only "may have been recorded" is true`);
+      if (recorded.length > 1) say(a, `the batch was recorded ${recorded.length} times under its key`);
     }
-    if (isKeyExpired(reply) && recordedUnder(rows, a.partnerId, a.key ?? '').some((g) => g.hash === a.hash))
-      say(a, 'told the key expired before the batch was recorded under it, but it was recorded under the key');
     if (isKeyReused(reply)) {
       // Justified only by another batch under the key that was recorded, may have been (a 502), or was in flight meanwhile.
       const justified = attempts.some(
@@ -539,6 +821,7 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
       );
       if (!justified) say(a, 'refused as a reused key, but no other batch under the key was recorded, failed with 502 or was in flight');
     }
+    checkRules(a, attempts, rows, servicer, say);
   }
 
   // Every row belongs to a request that was answered 204 or with a 502 that says the outcome is unknown.
@@ -553,14 +836,15 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
     if (cells.has(cell)) violations.push(`two rows for loan ${r.loanNumber} on ${r.day}`);
     cells.add(cell);
   }
-  // At most one recorded batch per partner and key, across all days.
+  // At most one recorded batch per partner and key, across all days (a key reused past its memory may hold a second).
   const perKey = new Map<string, Set<string>>();
   for (const r of rows) {
     if (r.key === undefined) continue;
     const id = `${r.partnerId}|${r.key}`;
     perKey.set(id, (perKey.get(id) ?? new Set()).add(`${r.day} by ${r.requestId}`));
   }
-  for (const [id, batches] of perKey) if (batches.size > 1) violations.push(`key ${id} recorded ${batches.size} batches: ${[...batches].join('; ')}`);
+  for (const [id, batches] of perKey)
+    if (batches.size > (reused.has(id) ? 2 : 1)) violations.push(`key ${id} recorded ${batches.size} batches: ${[...batches].join('; ')}`);
   // A partner that does what each answer says records each batch it means once, under whichever of its keys.
   const perIntent = new Map<string, Set<string>>();
   for (const [requestId, own] of byRequest) {
@@ -570,12 +854,54 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], violat
   for (const [intent, batches] of perIntent) if (batches.size > 1) violations.push(`${intent} was recorded ${batches.size} times: ${[...batches].join('; ')}`);
 }
 
+/**
+ * Each answer against what the draw rules allowed while its batch's attempts read (the loans may have
+ * changed meanwhile): a batch recorded now passed rules 4–7 on versions of its loans that existed then; a
+ * refusal listed only what some version refused, and what it left out some version let pass.
+ */
+function checkRules(a: Attempt, attempts: readonly Attempt[], rows: readonly Row[], servicer: LoanServicer, say: (a: Attempt, text: string) => void): void {
+  const reply = a.reply as Reply;
+  const window = readWindow(attempts, a);
+  const errors: { index?: number; code: string }[] = reply.status === 400 ? (reply.body?.errors ?? []) : [];
+  if (isFresh204(reply)) {
+    for (const e of a.batch) {
+      if (!possibleCodes(servicer, a.partnerId, e, window).has('pass'))
+        say(a, `recorded, but no version of loan ${e.loanNumber} while it was read lets ${e.amount} pass the rules`);
+    }
+    return;
+  }
+  if (reply.status !== 400 || errors.some((e) => e.index === undefined)) return;
+  a.batch.forEach((e, i) => {
+    const listed = errors.find((x) => x.index === i);
+    const codes = possibleCodes(servicer, a.partnerId, e, window);
+    if (listed === undefined) {
+      if (errors.length > 0 && !codes.has('pass'))
+        say(a, `element ${i} left out of the refusal, but no version of loan ${e.loanNumber} while it was read lets it pass`);
+      return;
+    }
+    if (listed.code === 'PendingTransactionRequest') {
+      // Already drawn (a row of another request on some day), or named earlier in the batch; and its loan passed rules 4–7.
+      const earlier = a.batch.slice(0, i).some((b) => b.loanNumber === e.loanNumber);
+      const drawn = rows.some((r) => r.loanNumber === e.loanNumber);
+      if (!earlier && !drawn) say(a, `element ${i} refused as already drawn, but loan ${e.loanNumber} has no row`);
+      if (!codes.has('pass')) say(a, `element ${i} refused as already drawn, but no version of loan ${e.loanNumber} passes rules 4–7`);
+      return;
+    }
+    if (!codes.has(listed.code))
+      say(a, `element ${i} refused ${listed.code}, but no version of loan ${e.loanNumber} while it was read gives that (${[...codes].join(', ')})`);
+  });
+}
+
 /** A readable account of a history, printed with its seed when a check fails. */
 export function describeHistory(result: HistoryResult): string {
   const t0 = Math.min(...result.attempts.map((a) => a.sentAt));
   const lines = result.attempts.map(
     (a) =>
-      `  +${a.sentAt - t0}ms ${a.settling ? 'settle ' : ''}${a.client} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] → ${a.reply ? summary(a.reply) : '?'} at +${(a.answeredAt ?? t0) - t0}ms`,
+      `  +${a.sentAt - t0}ms ${a.settling ? 'settle ' : ''}${a.client}@${a.instance} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] → ${a.reply ? summary(a.reply) : '?'} at +${(a.answeredAt ?? t0) - t0}ms`,
   );
-  return [`days ${result.days.join(', ')}; clock steps ${result.clockSteps}; faults ${JSON.stringify(result.faults)}`, ...lines].join('\n');
+  const neighbours = `instances ${result.instances} (clocks ${result.clockSpread} ms apart); loan writes ${result.loanWrites}; housekeeping ${JSON.stringify(result.housekeeping)}`;
+  return [
+    `days ${result.days.join(', ')}; clock steps ${result.clockSteps}${result.memory ? ' (past the key memory)' : ''}; ${neighbours}; faults ${JSON.stringify(result.faults)}`,
+    ...lines,
+  ].join('\n');
 }
