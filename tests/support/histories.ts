@@ -21,11 +21,12 @@ import { DETAILS } from '../../lib/problem';
 import { drawDay, type StoreTimeouts, type TableStore } from '../../lib/store';
 import type { BatchRecord } from '../../lib/telemetry';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
-import { startChaosProxy, type ChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
+import { startChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
 import { contractViolations } from './contract';
 import { modelVerdicts, type ModelLoan } from './drawRulesModel';
 import { UNHURRIED_TIMEOUTS, invoke, recordingTelemetry, type Harness, type Reply } from './harness';
 import { housekeeperFor, type Housekeeper, type HousekeepingTally } from './housekeepers';
+import { overriding } from './storeOverrides';
 
 /** Midnights to cross: UTC; Santiago, whose clocks jump from 24:00 to 01:00 that night; New York, whose clocks go back at 02:00. */
 export const MIDNIGHTS = [
@@ -91,17 +92,22 @@ export class HistoryClock {
  * no commit may start any more (lastCommitStart, halfway through the grace); then to just short of the
  * grace's end. The last step is taken only once no commit is under way anywhere (in an instance or in the
  * proxy): in real time five minutes pass there, and every commit lands within seconds of its start.
- * The first step comes once the clients have sent a few attempts (so keys are taken).
+ * With instances whose clocks are `spread` apart, each stop lands anywhere within that spread of its
+ * boundary, so that one instance is past a boundary while another is not: where their clocks can break
+ * the key's promises, if anywhere. The first step comes once the clients have sent a few attempts.
  */
-function lifetimeSteps(random: Random) {
-  const beforeGraceEnd = random.int(0, 600);
+function lifetimeSteps(random: Random, spread: number) {
+  const within = () => random.int(-Math.floor(spread / 2), Math.ceil(spread / 2));
   return {
     afterAttempts: random.int(1, 4),
     firstMs: random.int(0, 250),
     thenMs: random.int(40, 450),
-    lifetimeMs: KEY_LIFETIME_MS - random.int(0, 600),
-    pastCutoffMs: KEY_GRACE_MS / 2 + 700,
-    toGraceEndMs: KEY_GRACE_MS / 2 - 700 - beforeGraceEnd,
+    /** At the second stop, how long attempts go on before the clock moves on (once no commit is under way). */
+    pauseMs: random.int(0, 300),
+    /** Where each stop lands, from the clock when the steps began. */
+    lifetime: KEY_LIFETIME_MS - random.int(0, 600) + within(),
+    pastCutoff: KEY_LIFETIME_MS + KEY_GRACE_MS / 2 + 700 + within(),
+    graceEnd: KEY_LIFETIME_MS + KEY_GRACE_MS - random.int(700, 1_300) + within(),
   };
 }
 
@@ -194,8 +200,14 @@ export interface Attempt {
   readonly instance: number;
   /** What the partner means to record: one intent is one batch, however often it is resent or corrected, under whichever key. */
   readonly intent?: string;
+  /** The history's clock when it was sent (each instance reads it with its offset). */
+  readonly sentClock: number;
   answeredAt?: number;
   reply?: Reply;
+  /** What the service told on-call about it (outcome, reason, detail): for the history's account. */
+  told?: string;
+  /** For a refusal answered again from its mark under the key, the request that was refused first. */
+  refusedBy?: string;
 }
 
 /** What the history reached, for the run's assertions that every boundary was exercised. */
@@ -370,12 +382,12 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const clock = new HistoryClock(clockStart);
   const roll = random.next();
   const schedule: Schedule = roll < 1 / 3 ? 'lifetime' : roll < 1 / 2 ? 'memory' : 'midnight';
-  const steps = schedule === 'lifetime' ? lifetimeSteps(random) : undefined;
 
   // One to three instances of the service, each with its own caches, store and clock.
   const instanceCount = random.int(1, 3);
   const spread = instanceCount === 1 || random.chance(1 / 3) ? 0 : random.chance(1 / 2) ? CLOCK_SPREAD_MS : random.int(0, CLOCK_SPREAD_MS);
   const offsets = Array.from({ length: instanceCount }, (_, i) => (instanceCount === 1 ? 0 : Math.round(spread * (i / (instanceCount - 1) - 0.5))));
+  const steps = schedule === 'lifetime' ? lifetimeSteps(random, spread) : undefined;
 
   // A history past the key's memory has a key table of its own: its housekeeper, whose clock is two days on,
   // would otherwise remove the rows of the histories running beside it, whose clocks are not.
@@ -404,11 +416,31 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   let stepTimer: Promise<void> | undefined;
   const takeSteps = async () => {
     if (steps === undefined) return;
+    const from = clock.at(Date.now());
+    const onTo = (target: number) => clock.stepTo(Math.max(target, clock.at(Date.now())));
     await sleep(steps.firstMs);
-    clock.step(steps.lifetimeMs);
+    onTo(from + steps.lifetime);
+    retryEverywhere();
     await sleep(steps.thenMs);
-    clock.step(steps.pastCutoffMs);
-    await quietlyStep(() => clock.step(steps.toGraceEndMs));
+    onTo(from + steps.pastCutoff);
+    retryEverywhere();
+    await sleep(steps.pauseMs);
+    await quietlyStep(() => onTo(from + steps.graceEnd));
+    retryEverywhere();
+  };
+  /**
+   * At each stop, the keyed batches not settled yet for their partner (no answer, or a 502) are sent again
+   * to every instance at once, as a partner retries after lost answers: each instance judges the key by its
+   * own clock, on either side of the boundary the stop is near.
+   */
+  const retryEverywhere = () => {
+    const open = new Map<string, Attempt>();
+    for (const a of attempts) if (a.key !== undefined && !a.settling) open.set(`${a.partnerId}|${a.key}|${a.hash}`, a);
+    const unsettled = [...open.values()].filter((a) => a.reply === undefined || a.reply.status === 502).slice(0, 4);
+    for (const a of unsettled) {
+      const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as Client;
+      instances.forEach((_, i) => send(client, a.batch, a.key, false, a.intent, undefined, i));
+    }
   };
 
   // Loans: three of each partner with room, one of partner A with little credit.
@@ -432,8 +464,8 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const attempts: Attempt[] = [];
   const inFlight: Promise<void>[] = [];
   const instanceChoice = new Random(seed ^ 0x68e31da4);
-  const send = (client: Client, batch: readonly Element[], key: string | undefined, settling = false, intent?: string, handler?: HttpHandler) => {
-    const instance = instanceChoice.int(0, instances.length - 1);
+  const send = (client: Client, batch: readonly Element[], key: string | undefined, settling = false, intent?: string, handler?: HttpHandler, to?: number) => {
+    const instance = to ?? instanceChoice.int(0, instances.length - 1);
     const attempt: Attempt = {
       client: client.clientId,
       partnerId: client.partnerId,
@@ -444,12 +476,16 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
       settling,
       instance,
       intent,
+      sentClock: clock.at(Date.now()),
     };
     attempts.push(attempt);
     if (steps !== undefined && !settling && stepTimer === undefined && attempts.length >= steps.afterAttempts) stepTimer = takeSteps();
     const done = post(handler ?? instances[instance], world.tokens.get(client.clientId) as string, batch, key).then((reply) => {
       attempt.reply = reply;
       attempt.answeredAt = Date.now();
+      const record = records.find((r) => r.requestId === reply.headers['x-request-id']);
+      attempt.told = record === undefined ? undefined : [record.outcome, record.reason, record.reasonDetail].filter((t) => t !== undefined).join(' ');
+      if (record?.outcome === 'Rejected') attempt.refusedBy = record.reasonDetail;
     });
     inFlight.push(done);
     return { attempt, done };
@@ -578,7 +614,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const drawsTable = table(tables.DRAWS_TABLE as string);
   const loanNumbers = loans.map((l) => l.loanNumber);
   let rows = await readRows(drawsTable, loanNumbers);
-  checkHistory(attempts, rows, servicer, reused, violations);
+  checkHistory(attempts, rows, servicer, reused, (real) => clock.at(real), spread, violations);
 
   // Settling: with storage healthy, every keyed batch a partner could still be retrying (within 24 hours of
   // its key's use) is sent once more; each must end in the replay when it was recorded, or otherwise in an
@@ -599,7 +635,8 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     // that (with the instances' clocks apart) it is not settled: the same batch would be judged anew.
     const answers = attempts.filter((b) => !b.settling && b.partnerId === a.partnerId && b.key === a.key && b.hash === a.hash && b.reply !== undefined);
     const last = answers[answers.length - 1];
-    if (last?.reply?.status === 400 && clock.now().getTime() - clock.at(last.sentAt) >= REFUSAL_LIFETIME_MS - CLOCK_SPREAD_MS) continue;
+    const refused = last === undefined ? undefined : refusalOf(attempts, last);
+    if (refused !== undefined && clock.now().getTime() - clock.at(refused.sentAt) >= REFUSAL_LIFETIME_MS - CLOCK_SPREAD_MS) continue;
     const recordedBefore = recordedUnder(rows, a.partnerId, a.key as string);
     const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as Client;
     let { attempt, done } = send(client, a.batch, a.key, true, a.intent, settler);
@@ -621,7 +658,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     if (!days.includes(drawDay(clock.now(), midnight.zone))) days.push(drawDay(clock.now(), midnight.zone));
     rows = await readRows(drawsTable, loanNumbers);
   }
-  checkHistory(attempts, rows, servicer, reused, violations);
+  checkHistory(attempts, rows, servicer, reused, (real) => clock.at(real), spread, violations);
   await proxy.close();
   return {
     seed,
@@ -644,15 +681,10 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
 
 /** A store that counts its commits under way: from the call (the cutoff's check is in it) until it has ended. */
 function countingCommits(store: TableStore, underWay: { count: number }): TableStore {
-  return new Proxy(store, {
-    get(target, property) {
-      const value: unknown = Reflect.get(target, property, target);
-      if (typeof value !== 'function') return value;
-      if (property !== 'commitDraws') return value.bind(target);
-      return (...args: unknown[]) => {
-        underWay.count += 1;
-        return (value.apply(target, args) as Promise<unknown>).finally(() => (underWay.count -= 1));
-      };
+  return overriding(store, {
+    commitDraws: (...args) => {
+      underWay.count += 1;
+      return store.commitDraws(...args).finally(() => (underWay.count -= 1));
     },
   });
 }
@@ -724,6 +756,16 @@ function summary(reply: Reply): string {
   return String(reply.status);
 }
 
+/**
+ * The attempt whose refusal a 400 gave: itself, or, for a refusal answered again from its mark, the one
+ * refused first (its refusal's 24 hours count from then). Undefined for an answer other than a 400.
+ */
+function refusalOf(attempts: readonly Attempt[], a: Attempt): Attempt | undefined {
+  if (a.reply?.status !== 400) return undefined;
+  if (a.refusedBy === undefined) return a;
+  return attempts.find((b) => b.reply?.headers['x-request-id'] === a.refusedBy) ?? a;
+}
+
 /** The real instants a keyed batch's attempts span, from the first sent to this one's answer: when its reads may have been made. */
 function readWindow(attempts: readonly Attempt[], a: Attempt): [number, number] {
   const end = a.answeredAt ?? a.sentAt;
@@ -766,7 +808,15 @@ function retriedAfterLoanChange(attempts: readonly Attempt[], servicer: LoanServ
 }
 
 /** Every promise to partners, checked against what storage holds. `reused`: keys a partner used again for a new batch past their memory. */
-function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], servicer: LoanServicer, reused: ReadonlySet<string>, violations: string[]): void {
+function checkHistory(
+  attempts: readonly Attempt[],
+  rows: readonly Row[],
+  servicer: LoanServicer,
+  reused: ReadonlySet<string>,
+  clockAt: (real: number) => number,
+  spread: number,
+  violations: string[],
+): void {
   const byRequest = new Map<string, Row[]>();
   for (const r of rows) byRequest.set(r.requestId, [...(byRequest.get(r.requestId) ?? []), r]);
   const attemptOf = new Map<string, Attempt>();
@@ -799,7 +849,15 @@ function checkHistory(attempts: readonly Attempt[], rows: readonly Row[], servic
     if (a.key !== undefined) {
       // A definitive answer under a key is never contradicted by what an attempt of that key does afterwards.
       const recorded = recordedBatch(a);
-      if (reply.status === 400 && recorded.length > 0) say(a, `a 400 under the key, but the batch was recorded under it (request ${recorded[0].requestId})`);
+      // A refusal stands for 24 hours (contract §9): an attempt judged after that is judged anew (attempts in
+      // flight across the clock's steps too: their 24 hours pass in a moment here).
+      const refusal = refusalOf(attempts, a) ?? a;
+      const withinRefusal = recorded.filter((g) => {
+        const by = attemptOf.get(g.requestId);
+        return by === undefined || clockAt(by.answeredAt ?? by.sentAt) + spread < clockAt(refusal.sentAt) + REFUSAL_LIFETIME_MS;
+      });
+      if (reply.status === 400 && withinRefusal.length > 0)
+        say(a, `a 400 under the key, but the batch was recorded under it (request ${withinRefusal[0].requestId})`);
       if (saysNothingRecorded(reply) && recorded.length > 0)
         say(a, `told nothing was submitted, but the batch is recorded under its key (request ${recorded[0].requestId}): only "may have been recorded" is true`);
       if (recorded.length > 1) say(a, `the batch was recorded ${recorded.length} times under its key`);
@@ -892,12 +950,22 @@ function checkRules(a: Attempt, attempts: readonly Attempt[], rows: readonly Row
   });
 }
 
+/** A span of the clock as hours, minutes and seconds (`24h10m0.5s`), or milliseconds below a second. */
+function formatSpan(ms: number): string {
+  if (ms < 1_000) return `${ms}ms`;
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const sec = (ms % 60_000) / 1000;
+  return `${h > 0 ? `${h}h` : ''}${h > 0 || m > 0 ? `${m}m` : ''}${sec}s`;
+}
+
 /** A readable account of a history, printed with its seed when a check fails. */
 export function describeHistory(result: HistoryResult): string {
   const t0 = Math.min(...result.attempts.map((a) => a.sentAt));
+  const c0 = Math.min(...result.attempts.map((a) => a.sentClock));
   const lines = result.attempts.map(
     (a) =>
-      `  +${a.sentAt - t0}ms ${a.settling ? 'settle ' : ''}${a.client}@${a.instance} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] → ${a.reply ? summary(a.reply) : '?'} at +${(a.answeredAt ?? t0) - t0}ms`,
+      `  +${a.sentAt - t0}ms (clock +${formatSpan(a.sentClock - c0)}) ${a.settling ? 'settle ' : ''}${a.client}@${a.instance} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] → ${a.reply ? summary(a.reply) : '?'} at +${(a.answeredAt ?? t0) - t0}ms${a.told === undefined ? '' : ` (${a.told})`}`,
   );
   const neighbours = `instances ${result.instances} (clocks ${result.clockSpread} ms apart); loan writes ${result.loanWrites}; housekeeping ${JSON.stringify(result.housekeeping)}`;
   return [

@@ -11,7 +11,8 @@
 import { odata } from '@azure/data-tables';
 import { tableClient } from '../../dev/demoData';
 import { removeOldKeyRows } from '../../lib/housekeeping';
-import { TableStore, type KeyRowRef } from '../../lib/store';
+import { TableStore } from '../../lib/store';
+import { overriding } from './storeOverrides';
 import type { Harness } from './harness';
 import type { Random } from './histories';
 
@@ -32,7 +33,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function housekeeperFor(harness: Harness, keysTable: string, now: () => Date, random: Random): Housekeeper {
   const tally: HousekeepingTally = { removed: 0, kept: 0 };
-  const run = KIND === 'unconditional' ? unconditional(harness, keysTable, now, tally) : service(harness, keysTable, now, random, tally);
+  const run = KIND === 'unconditional' ? unconditional(harness, keysTable, now, random, tally) : service(harness, keysTable, now, random, tally);
   let running = false;
   let loop: Promise<void> = Promise.resolve();
   return {
@@ -56,18 +57,13 @@ export function housekeeperFor(harness: Harness, keysTable: string, now: () => D
 function service(harness: Harness, keysTable: string, now: () => Date, random: Random, tally: HousekeepingTally): () => Promise<void> {
   const store = new TableStore({ ...harness.config.tables, idempotencyTable: keysTable }, undefined, undefined, false, now);
   // The removals wait a moment after the listing, and after each other: take-overs of the keys land in between.
-  const slowed = new Proxy(store, {
-    get(target, property) {
-      const value: unknown = Reflect.get(target, property, target);
-      if (property === 'oldKeyRows')
-        return async (...args: Parameters<TableStore['oldKeyRows']>) => {
-          const page = await target.oldKeyRows(...args);
-          await sleep(random.int(100, 300));
-          return page;
-        };
-      if (property === 'removeKeyRow') return async (row: KeyRowRef) => (await sleep(random.int(10, 50)), target.removeKeyRow(row));
-      return typeof value === 'function' ? value.bind(target) : value;
+  const slowed = overriding(store, {
+    oldKeyRows: async (...args) => {
+      const page = await store.oldKeyRows(...args);
+      await sleep(random.int(100, 300));
+      return page;
     },
+    removeKeyRow: async (row) => (await sleep(random.int(10, 50)), store.removeKeyRow(row)),
   });
   return async () => {
     const result = await removeOldKeyRows(slowed, now);
@@ -76,13 +72,18 @@ function service(harness: Harness, keysTable: string, now: () => Date, random: R
   };
 }
 
-function unconditional(harness: Harness, keysTable: string, now: () => Date, tally: HousekeepingTally): () => Promise<void> {
+function unconditional(harness: Harness, keysTable: string, now: () => Date, random: Random, tally: HousekeepingTally): () => Promise<void> {
   const table = tableClient(harness.azurite.connectionString, keysTable);
   return async () => {
     const before = new Date(now().getTime() - 48 * 60 * 60_000);
-    for await (const row of table.listEntities({ queryOptions: { filter: odata`TakenAt lt ${before}` } })) {
-      await sleep(15);
-      await table.deleteEntity(row.partitionKey as string, row.rowKey as string).then(
+    const listed: { partitionKey: string; rowKey: string }[] = [];
+    for await (const row of table.listEntities({ queryOptions: { filter: odata`TakenAt lt ${before}` } }))
+      listed.push({ partitionKey: row.partitionKey as string, rowKey: row.rowKey as string });
+    // The same pace as the service's (above): take-overs land between the listing and the removals.
+    await sleep(random.int(100, 300));
+    for (const row of listed) {
+      await sleep(random.int(10, 50));
+      await table.deleteEntity(row.partitionKey, row.rowKey).then(
         () => (tally.removed += 1),
         () => undefined,
       );
