@@ -3,6 +3,7 @@
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
 import { TableClient, odata } from '@azure/data-tables';
+import { putLoan } from '../../dev/demoData';
 import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS, RETRY_AFTER_SECONDS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
@@ -621,3 +622,78 @@ describe('two different batches under one key', () => {
     }
   });
 });
+
+describe('a retry that overtakes its first attempt while the loan changes (issue #39)', () => {
+  /**
+   * Batch A = [L1 $300, L2 $500] under key K, L2's credit 600. Attempt 1's first write to IdempotencyKeys is
+   * held 1.5 s; meanwhile the loan-servicing system lowers L2's credit to 400 and the partner's retry arrives.
+   */
+  async function overtaken(holdFirstWriteOf: 'take' | 'refusal') {
+    const chaos = await startChaosProxy(h.azurite.port);
+    let held = false;
+    chaos.decide = (kind, path) => {
+      if (kind !== 'write' || held || !path.includes(h.config.tables.idempotencyTable)) return { kind: 'pass' };
+      held = true;
+      return { kind: 'delay', ms: 1_500 };
+    };
+    h.rebuild({}, h.settingsVia(chaos.port));
+    try {
+      const [l1, l2] = [await h.loan(), await h.loan({ availableCredit: 600 })];
+      const key = newKey();
+      const batch = [draw(l1, 300), draw(l2, 500)];
+      const lower = () => putLoan(h.table('loans'), { loanNumber: l2, partnerId: PARTNER, availableCredit: 400, fundingInvestorId: 'INV-1' });
+      let first: Promise<Reply>;
+      let second: Reply;
+      if (holdFirstWriteOf === 'take') {
+        // Attempt 1 passes the rules and its take is held; the retry reads the lowered credit and is refused.
+        first = h.post(batch, keyed(key));
+        await until(() => held);
+        await lower();
+        second = await h.post(batch, keyed(key));
+      } else {
+        // The retry's refusal is the held write; attempt 1, read before the credit was lowered, takes the key.
+        await lower();
+        const refusing = h.post(batch, keyed(key));
+        await until(() => held);
+        await putLoan(h.table('loans'), { loanNumber: l2, partnerId: PARTNER, availableCredit: 600, fundingInvestorId: 'INV-1' });
+        first = h.post(batch, keyed(key));
+        second = await refusing;
+      }
+      return { replies: [await first, second], l1, l2, key };
+    } finally {
+      await chaos.close();
+      h.rebuild();
+    }
+  }
+
+  test('the retry is refused and the first attempt, whose take comes late, is refused the same: nothing recorded, the key left for the corrected batch', async () => {
+    const { replies, l1, l2, key } = await overtaken('take');
+    for (const reply of replies) {
+      expectProblem400(reply);
+      expect(reply.body.errors).toEqual([expect.objectContaining({ index: 1, loanNumber: l2, code: 'InvalidAmount' })]);
+    }
+    expect(await h.drawsFor(l1, l2)).toEqual([]);
+    // What the answer says to do: the corrected batch, under the same key, is recorded once.
+    const corrected = await h.post([draw(l1, 300)], keyed(key));
+    expectAccepted(corrected);
+    expect((await h.drawsFor(l1, l2)).map((r) => r.RequestId)).toEqual([corrected.headers['x-request-id']]);
+    // The refused batch under the key stays refused, whatever the loan holds now.
+    expectProblem400(await h.post([draw(l1, 300), draw(l2, 500)], keyed(key)));
+  });
+
+  test('the refusal whose mark comes late finds the key taken by the first attempt: both record the batch once (204, and the replay)', async () => {
+    const { replies, l1, l2 } = await overtaken('refusal');
+    expect(replies.map((r) => r.status)).toEqual([204, 204]);
+    expect(replies.filter((r) => r.headers['idempotent-replay'] === 'true')).toHaveLength(1);
+    expect((await h.drawsFor(l1, l2)).map((r) => r.RequestId).sort()).toEqual(
+      [
+        replies.find((r) => r.headers['idempotent-replay'] === undefined)?.headers['x-request-id'],
+        replies.find((r) => r.headers['idempotent-replay'] === undefined)?.headers['x-request-id'],
+      ].sort(),
+    );
+  });
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setTimeout(r, 5));
+}
