@@ -2,9 +2,9 @@
  * The error catalogue (lib/errorCatalogue.ts) is the one list of errors: every document that lists codes,
  * names, rules or details is parsed and compared with it both ways, so a row missing, an extra row, or a
  * changed name, detail or order fails here. So are the contract's `Loans` columns with those the rules
- * declare (lib/loans.ts, lib/drawRules.ts).
+ * declare (lib/loans.ts, lib/drawRules.ts), and no text anywhere cites a rule by its place.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FIELDS_READ } from '../../lib/drawRules';
 import { DETAILS, ELEMENT_RULES, ERRORS, REQUEST_ERRORS, documentedDetail, type DetailKey } from '../../lib/errorCatalogue';
@@ -114,4 +114,20 @@ describe('docs/openapi.yaml', () => {
       (schemas.ElementError.oneOf as Pair[]).map((s) => ({ required: s.required, code: s.properties.code.const, error: s.properties.error.const })),
     ).toEqual(ERRORS.map((e) => ({ required: ['code', 'error'], code: e.code, error: e.error })));
   });
+});
+
+test('no text of the repository cites a rule by its place, which a new rule would shift', () => {
+  const DIRS = ['docs', 'lib', 'functions', 'dev', 'scripts', 'examples', 'bench', 'tests', 'infra', '.github'];
+  const files = [
+    'README.md',
+    ...DIRS.flatMap((dir) => readdirSync(join(__dirname, '..', '..', dir), { recursive: true, encoding: 'utf8' }).map((f) => `${dir}/${f}`)),
+  ].filter((f) => /\.(md|ya?ml|ts|cjs|mjs|js|json|sh|bicep)$/.test(f) && !/^(tests\/fixtures|bench\/profiles)\//.test(f));
+  const PLACE = /\brules?[ -]?\d{1,2}\b|§2\.3 rows? \d/i;
+  const cited = files.flatMap((file) =>
+    read(file)
+      .split('\n')
+      .flatMap((line, i) => (PLACE.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+  );
+  expect(files.length).toBeGreaterThan(100);
+  expect(cited).toEqual([]);
 });
