@@ -71,7 +71,12 @@ export const DRAW_RULES: { readonly [R in StorageRuleName]: DrawRule<LoanField, 
 };
 
 /** The storage rules in the catalogue's order, each with its code. */
-const ORDER = STORAGE_RULES.map(({ name, code }) => ({ code, ...(DRAW_RULES[name] as DrawRule<LoanField, StorageDetail>) }));
+const ORDER = STORAGE_RULES.map(({ name, code }) => {
+  const declared = DRAW_RULES[name] as DrawRule<LoanField, StorageDetail> | undefined;
+  // The type already requires it; this names the rule where tests run without type checks.
+  if (declared === undefined) throw new Error(`the catalogue's rule "${name}" has no check in DRAW_RULES (lib/drawRules.ts)`);
+  return { code, ...declared };
+});
 
 /** The loan fields the rules read: what the store selects from each `Loans` row. */
 export const FIELDS_READ: readonly LoanField[] = [...new Set(ORDER.flatMap((r) => r.reads))];
