@@ -1,6 +1,6 @@
-import { applyDrawRules, creditCents, type Loan } from '../../lib/drawRules';
+import { DRAW_RULES, applyDrawRules, creditCents, type Loan } from '../../lib/drawRules';
 import { parseDrawRequests, type DrawRequest } from '../../lib/requestBody';
-import { elementRule, type DetailOf, type RuleName } from '../../lib/errorCatalogue';
+import { STORAGE_RULES, elementRule, type DetailOf, type RuleName } from '../../lib/errorCatalogue';
 import { DETAILS, type ElementError } from '../../lib/problem';
 
 const PARTNER = 'partner-a';
@@ -139,6 +139,13 @@ describe('applyDrawRules: what an element refused reveals', () => {
   test("no information about another partner's loan leaks: the error has only index, loanNumber, code, pointer, detail", () => {
     const verdict = run([req(0, 3, 10)], loans({ 3: loan({ partnerId: 'x', availableCredit: 1, fundingInvestorId: '' }) }));
     expect(verdict).toStrictEqual({ accepted: false, errors: [expected.notAuthorized(0, 3)] });
+  });
+
+  test('loan owner comes before every rule that reads more of the loan (contract §2.3)', () => {
+    const owner = STORAGE_RULES.findIndex((r) => r.name === 'loan owner');
+    const readsMore = STORAGE_RULES.filter((r) => DRAW_RULES[r.name].reads.some((field) => field !== 'partnerId'));
+    expect({ beforeLoanOwner: readsMore.filter((r) => STORAGE_RULES.indexOf(r) < owner).map((r) => r.name) }).toEqual({ beforeLoanOwner: [] });
+    expect(readsMore.length).toBeGreaterThan(0);
   });
 });
 
