@@ -355,7 +355,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           return;
         }
         case 'invalid': {
-          // (d) Refused by shape (rules 1–3, storage untouched) or by the draw rules (4, 7).
+          // (d) Refused by the rules on the element alone (storage untouched) or against storage (loan exists, available credit).
           const variant = INVALID_VARIANTS[Math.floor(random() * INVALID_VARIANTS.length)];
           const needsLoan = variant === 'subCentAmount' || variant === 'missingRequestor' || variant === 'overCredit' || variant === 'wrongContentType';
           const [loanNumber] = needsLoan ? await freshLoans(1) : [nextLoan()];

@@ -1,12 +1,11 @@
 /**
  * The error catalogue: every error a `400` can list, in one typed table. Each code with its exact
- * `error` name, each per-element rule of docs/contract.md §2.3 in the order of checks, and each
- * request-level error of §2.2 in the order they are checked, with their `detail` texts.
+ * `error` name; each per-element rule of docs/contract.md §2.3, by name, in the order of checks; each
+ * request-level error of §2.2 in the order they are checked; and their `detail` texts.
  *
- * lib/problem.ts derives ERROR_NAMES and DETAILS from it; tests/unit/errorCatalogue.test.ts checks
- * every document that lists them (contract §2.2 and §2.3, partners.md, openapi.yaml) against it,
- * both ways; tests/unit/errorPrecedence.test.ts checks that the code applies them in this order (each pair
- * that can both apply) and freezes the partner-visible codes and names. A new rule is a row here, its check in lib/drawRules.ts, and the rows those tests ask for.
+ * The rest follows from it: lib/problem.ts derives ERROR_NAMES and DETAILS; lib/drawRules.ts checks the
+ * storage rules in this order, one check per name; tests/unit/errorCatalogue.test.ts compares every
+ * document that lists errors or rules with it, both ways. A new rule: docs/contributing.md §5.
  */
 import { MAX_BATCH_SIZE_LIMIT } from './config';
 import { LIMITS } from './limits';
@@ -75,8 +74,17 @@ export function documentedDetail(key: DetailKey): string {
 }
 
 export interface ElementRule {
-  /** Its number in docs/contract.md §2.3: its place in the order of checks (the first that applies wins). */
-  readonly rule: number;
+  /**
+   * Its stable name: how documents, tests and code cite it. Never a number: a rule inserted before it
+   * would shift its place (docs/decisions.md, *A draw rule is one declaration*).
+   */
+  readonly name: string;
+  /**
+   * What it is checked against: the element alone (lib/requestBody.ts, for the whole batch first), or
+   * storage, the loan's `Loans` row and today's draws (lib/drawRules.ts, only once every element passed
+   * the element rules). All element rules come before all storage rules.
+   */
+  readonly against: 'element' | 'storage';
   readonly code: ErrorCode;
   /** When it applies, in the partners' guide's words (the contract says it in full). */
   readonly when: string;
@@ -84,27 +92,62 @@ export interface ElementRule {
   readonly details: readonly DetailKey[];
 }
 
-/** The per-element rules of docs/contract.md §2.3, in the order of checks. */
-export const ELEMENT_RULES: readonly ElementRule[] = [
+/** The per-element rules of docs/contract.md §2.3, in the order of checks: the first that applies wins. */
+export const ELEMENT_RULES = [
   {
-    rule: 1,
+    name: 'element shape',
+    against: 'element',
     code: 'InvalidRequest',
     when: 'not an object, a field missing, `requestor` invalid, a field named twice',
     details: ['notObject', 'tooManyKeys', 'ambiguous', 'missing', 'requestor'],
   },
-  { rule: 2, code: 'InvalidLoanNumber', when: '`loanNumber` not a positive whole number or digit string', details: ['loanNumberFormat'] },
-  { rule: 3, code: 'InvalidAmount', when: '`amount` not a number, below 1, or more than 2 decimal places', details: ['amountFormat'] },
-  { rule: 4, code: 'InvalidLoanNumber', when: 'no loan with that number', details: ['loanNotFound'] },
-  { rule: 5, code: 'InvalidAuthorization', when: 'the loan is not yours', details: ['notAuthorized'] },
-  { rule: 6, code: 'InvalidFundingInvestor', when: 'the loan has no funding investor assigned', details: ['noFundingInvestor'] },
-  { rule: 7, code: 'InvalidAmount', when: "`amount` above the loan's available credit", details: ['amountAboveCredit'] },
   {
-    rule: 8,
+    name: 'loan number form',
+    against: 'element',
+    code: 'InvalidLoanNumber',
+    when: '`loanNumber` not a positive whole number or digit string',
+    details: ['loanNumberFormat'],
+  },
+  {
+    name: 'amount form',
+    against: 'element',
+    code: 'InvalidAmount',
+    when: '`amount` not a number, below 1, or more than 2 decimal places',
+    details: ['amountFormat'],
+  },
+  { name: 'loan exists', against: 'storage', code: 'InvalidLoanNumber', when: 'no loan with that number', details: ['loanNotFound'] },
+  // Before every rule that reads more of the loan: nothing about another partner's loan is revealed.
+  { name: 'loan owner', against: 'storage', code: 'InvalidAuthorization', when: 'the loan is not yours', details: ['notAuthorized'] },
+  {
+    name: 'funding investor',
+    against: 'storage',
+    code: 'InvalidFundingInvestor',
+    when: 'the loan has no funding investor assigned',
+    details: ['noFundingInvestor'],
+  },
+  {
+    name: 'available credit',
+    against: 'storage',
+    code: 'InvalidAmount',
+    when: "`amount` above the loan's available credit",
+    details: ['amountAboveCredit'],
+  },
+  {
+    name: 'one draw a day',
+    against: 'storage',
     code: 'PendingTransactionRequest',
     when: 'already drawn today, or named earlier in the same batch',
     details: ['alreadyToday', 'duplicateInBatch'],
   },
-];
+] as const satisfies readonly ElementRule[];
+
+type CatalogueRule = (typeof ELEMENT_RULES)[number];
+/** A rule's name, as the catalogue spells it: a misspelt name fails to compile. */
+export type RuleName = CatalogueRule['name'];
+/** The rules lib/drawRules.ts checks against storage. */
+export type StorageRuleName = Extract<CatalogueRule, { against: 'storage' }>['name'];
+/** The `detail` keys of rule `R`. */
+export type DetailOf<R extends RuleName> = Extract<CatalogueRule, { name: R }>['details'][number];
 
 /** The request-level errors of docs/contract.md §2.2 (code `InvalidRequest`, no `index`), in the order they are checked. */
 export const REQUEST_ERRORS: readonly DetailKey[] = [
@@ -121,9 +164,12 @@ export const REQUEST_ERRORS: readonly DetailKey[] = [
   'idempotencyKeyExpired',
 ];
 
-/** The rule numbered `rule`. */
-export function elementRule(rule: number): ElementRule {
-  const found = ELEMENT_RULES.find((r) => r.rule === rule);
-  if (found === undefined) throw new Error(`no rule ${rule} in the error catalogue`);
+/** The rule named `name`. */
+export function elementRule(name: RuleName): ElementRule {
+  const found = ELEMENT_RULES.find((r) => r.name === name);
+  if (found === undefined) throw new Error(`no rule "${name}" in the error catalogue`);
   return found;
 }
+
+/** The rules checked against storage, in the order of checks. */
+export const STORAGE_RULES = ELEMENT_RULES.filter((r): r is Extract<CatalogueRule, { against: 'storage' }> => r.against === 'storage');

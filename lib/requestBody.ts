@@ -1,6 +1,6 @@
 /**
- * Raw request body → canonical draw requests, or the request/element errors of
- * docs/contract.md §2.2–2.3 rules 1–3. Pure apart from reading the body stream; touches no storage.
+ * Raw request body → canonical draw requests, or the request/element errors of docs/contract.md §2.2
+ * and §2.3's rules on the element alone. Pure apart from reading the body stream; touches no storage.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parse as parseContentType } from 'content-type';
@@ -59,7 +59,7 @@ export function fieldOfKey(key: string): Field | undefined {
 
 type ElementResult = { ok: true; request: DrawRequest } | { ok: false; error: ElementError };
 
-/** Rule precedence for shape failures (docs/contract.md §2.3 rows 1–3). */
+/** Rule precedence for shape failures: element shape, loan number form, amount form (docs/contract.md §2.3). */
 const RULE_OF_FIELD: Record<Field, 1 | 2 | 3> = { loanNumber: 2, requestor: 1, amount: 3 };
 
 /** What the request text says of each element that JSON.parse cannot tell. */
@@ -236,7 +236,7 @@ export function isJsonContentType(header: string | null | undefined): boolean {
   }
 }
 
-/** Pure: the body bytes → canonical requests or errors (rules 1–3 for the whole batch). */
+/** Pure: the body bytes → canonical requests or errors (the rules on the element alone, for the whole batch). */
 export function parseDrawRequests(body: Uint8Array, maxBatchSize: number): BodyResult {
   if (body.byteLength > LIMITS.bodyBytes) return requestError(DETAILS.tooLarge(LIMITS.bodyBytes));
   let text: string;

@@ -8,7 +8,7 @@ import { setMaxListeners } from 'node:events';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TablesConfig } from './config';
-import type { Loan } from './drawRules';
+import { FIELDS_READ } from './drawRules';
 import {
   decodeErrors,
   encodeErrors,
@@ -20,6 +20,7 @@ import {
   type StoredError,
   type Versioned,
 } from './idempotency';
+import { loanColumns, loanOf, type Loan } from './loans';
 import { StorageTelemetry, type RoundSpec } from './storageTelemetry';
 
 export type StorageFailureCode =
@@ -150,8 +151,11 @@ export function storageAgent(accountUrl: string): HttpAgent {
   return new URL(accountUrl).protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
 }
 
-/** The columns each point read asks for ($select): only what the rules and the retry check use. */
-export const LOAN_COLUMNS = ['PartnerId', 'AvailableCredit', 'FundingInvestorId'];
+/**
+ * The columns each point read asks for ($select): only what the rules and the retry check use. A loan's
+ * are those its rules declare (lib/drawRules.ts), so a rule's field cannot be left unread.
+ */
+export const LOAN_COLUMNS = loanColumns(FIELDS_READ);
 export const DRAW_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'RequestId'];
 export const KEY_COLUMNS = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'Day', 'LoanNumbers', 'RequestId', 'TakenAt'];
 /** A batch's own row under its key also says which it is, and a refusal's errors and time (docs/contract.md §4.1). */
@@ -283,12 +287,6 @@ export function mayHaveApplied(failure: StorageFailure): boolean {
 
 function asString(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
-}
-
-/** AvailableCredit may be stored as Double, Int32 or Int64 (read as a bigint); anything else is no credit. */
-function asNumber(value: unknown): number | undefined {
-  if (typeof value === 'bigint') return Number(value);
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
 /** A DateTime column: the SDK gives a Date, or the text when type conversion is off. */
@@ -440,13 +438,7 @@ export class TableStore {
       const drawnToday = new Map<string, PriorDraw>();
       unique.forEach((n, i) => {
         const loan = loanRows[i];
-        if (loan !== undefined) {
-          loans.set(n, {
-            partnerId: asString(loan.PartnerId),
-            availableCredit: asNumber(loan.AvailableCredit),
-            fundingInvestorId: asString(loan.FundingInvestorId),
-          });
-        }
+        if (loan !== undefined) loans.set(n, loanOf(loan, FIELDS_READ));
         const draw = drawRows[i];
         if (draw !== undefined) drawnToday.set(n, priorDraw(draw));
       });

@@ -5,9 +5,9 @@
 // produce: Invalid Loan Number for a reserved loan no Loans row has (docs/contract.md §4.5). That needs
 // the token accepted (tenant, audience, app role), the smoke partner's Partners row, and a read of the
 // Partners, Loans, DrawRequests and IdempotencyKeys tables. No draw is ever recorded: the batch names the
-// loan twice, so it is refused whatever storage holds (rule 8 for the second element, were the loan to
-// exist). The refusal is marked under the request's key (docs/contract.md §9), a new key per request, so
-// that no request is answered an earlier one's refusal; housekeeping removes the mark (§4.1).
+// loan twice, so it is refused whatever storage holds ("one draw a day" for the second element, were the
+// loan to exist). The refusal is marked under the request's key (docs/contract.md §9), a new key per
+// request, so that no request is answered an earlier one's refusal; housekeeping removes the mark (§4.1).
 //
 // Usage: SMOKE_TOKEN=<token> node scripts/smokeCheck.cjs <function app url>
 //   SMOKE_TOKEN          the smoke identity's access token; absent: only the check without a token runs
@@ -42,7 +42,7 @@ const FAILURES = {
     `with the smoke identity's token the service answered ${a.status} ${a.text.slice(0, 500)}, not 400 Invalid Loan Number for loan ${LOAN_NUMBER} at index 0 and 1. A Loans row ${LOAN_NUMBER} must not exist (docs/contract.md §4.5)`,
 };
 
-/** The 400 of rule 4 for both elements, as docs/contract.md §2.3–§2.4 give it. */
+/** The 400 of "loan exists" for both elements, as docs/contract.md §2.3–§2.4 give it. */
 function isTheRefusal(answer) {
   if (answer.status !== 400 || !/^application\/problem\+json\b/i.test(answer.contentType)) return false;
   let problem;
@@ -56,7 +56,7 @@ function isTheRefusal(answer) {
     problem.status === 400 &&
     Array.isArray(errors) &&
     errors.length === 2 &&
-    // loanNumber is present for rule 4 (no such loan) and absent for rule 2 (a malformed number): codes, not texts, decide.
+    // loanNumber is present for "loan exists" (no such loan) and absent for "loan number form" (a malformed number): codes, not texts, decide.
     errors.every((e, i) => e.index === i && e.loanNumber === LOAN_NUMBER && e.code === 'InvalidLoanNumber' && e.pointer === `/${i}/loanNumber`)
   );
 }

@@ -2,6 +2,8 @@
  * The handler end to end against real Azurite and real RS256 tokens: 204 and what is stored,
  * request-shape 400s, draw-rule 400s, case-insensitive keys, all-or-nothing.
  */
+import { FIELDS_READ } from '../../lib/drawRules';
+import { LOAN_FIELDS, type LoanColumnType } from '../../lib/loans';
 import { CLIENT, Harness, OTHER_PARTNER, PARTNER, draw, todayUtc } from '../support/harness';
 import { expectGenericProblem, expectProblem400 } from '../support/problems';
 
@@ -112,7 +114,7 @@ describe('request-level Invalid Request (nothing recorded)', () => {
   });
 });
 
-describe('element rules 1–3: every failing element listed', () => {
+describe('the rules on the element alone: every failing element listed', () => {
   test('mixed batch lists each failing element once with its first failing rule', async () => {
     const good = await h.loan();
     const reply = await h.post([
@@ -172,7 +174,7 @@ describe('element rules 1–3: every failing element listed', () => {
   });
 });
 
-describe('draw rules 4–8 against storage', () => {
+describe('the rules against storage', () => {
   test('every failing element is listed with the contract error, and nothing is recorded', async () => {
     const ok = await h.loan({ availableCredit: 100 });
     const others = await h.loan({ partnerId: OTHER_PARTNER });
@@ -282,6 +284,19 @@ describe('draw rules 4–8 against storage', () => {
     const warnings = h.logs.filter((l) => l.includes('Data quality: LoanWithoutCredit'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`loanNumbers=${loan},${other}`);
+  });
+
+  test('the store reads every loan field a rule declares from a real Loans row, each as its type', async () => {
+    const SAMPLE: { readonly [T in LoanColumnType]: { readonly stored: unknown; readonly read: unknown } } = {
+      String: { stored: 'declared', read: 'declared' },
+      Double: { stored: { value: '12.5', type: 'Double' }, read: 12.5 },
+    };
+    const loan = String(await h.loan());
+    const sample = (field: (typeof FIELDS_READ)[number]) => SAMPLE[LOAN_FIELDS[field].type];
+    const columns = Object.fromEntries(FIELDS_READ.map((field) => [LOAN_FIELDS[field].column, sample(field).stored]));
+    await h.table('loans').upsertEntity({ partitionKey: loan, rowKey: '', ...columns, NotARuleColumn: 'ignored' }, 'Replace');
+    const state = await h.deps.store.readBatchState(todayUtc(), [loan]);
+    expect(state.ok && state.value.loans.get(loan)).toStrictEqual(Object.fromEntries(FIELDS_READ.map((field) => [field, sample(field).read])));
   });
 
   test('AvailableCredit stored as Int32 or Int64 counts as credit', async () => {

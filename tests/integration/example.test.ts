@@ -132,7 +132,7 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     expect(report).toMatch(row(0, '1002', '75.10', 'accepted'));
   });
 
-  test('(4) rules 4–8 rejections: 400, exit 1, each index with its exact error name', async () => {
+  test('(4) rejections against storage: 400, exit 1, each index with its exact error name', async () => {
     const path = file('rules.json', [
       { loanNumber: 1001, requestor: 'jane', amount: 10 }, // drawn in (1)
       { loanNumber: 1004, requestor: 'jane', amount: 800 }, // over its 750.50 credit
@@ -158,7 +158,7 @@ describe('against `npm start` (embedded Azurite and provider), with the client d
     expect(report).toContain(`X-Request-Id: ${result.requestId}`);
   });
 
-  test('(4) an invalid element beside an over-credit amount: rules 1–3 answer first, the rest is not submitted', async () => {
+  test('(4) an invalid element beside an over-credit amount: the rules on the element alone answer first, the rest is not submitted', async () => {
     const path = file('shape.json', [
       { loanNumber: 1002, amount: 10 }, // no requestor
       { loanNumber: '12a', requestor: 'jane', amount: 10 },

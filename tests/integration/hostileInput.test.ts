@@ -270,7 +270,7 @@ const keysPiece: fc.Arbitrary<Piece> = fc
 const fieldNamesPiece: fc.Arbitrary<Piece> = fc.constantFrom(...LETTER_CASES).map((letters) =>
   piece(`field names in ${letters}`, (loan) => ({
     text: elementText(drawFields(loan).map(([k, v]) => [inCase(letters, k), v])),
-    verdict: letters === 'non-ASCII' ? 'InvalidRequest' : 'valid', // the requestor is missing: rule 1
+    verdict: letters === 'non-ASCII' ? 'InvalidRequest' : 'valid', // the requestor is missing: element shape
   })),
 );
 

@@ -134,7 +134,7 @@ const wire = (response: HttpResponseInit) => ({ status: response.status, headers
 /** The service as deployed right: its settings name the four tables the account has, and no loan exists. */
 function appSettings(azState: string): Record<string, unknown> {
   const id = randomUUID();
-  const rule4 = [0, 1].map((index) => ({
+  const noSuchLoan = [0, 1].map((index) => ({
     code: 'InvalidLoanNumber' as const,
     detail: DETAILS.loanNotFound,
     index,
@@ -153,7 +153,7 @@ function appSettings(azState: string): Record<string, unknown> {
       noToken: wire(unauthorized(id, false)),
       badToken: wire(unauthorized(id, true)),
       dependencyFailed: wire(dependencyFailed(id)),
-      noSuchLoan: wire(badRequest(id, rule4, 2)),
+      noSuchLoan: wire(badRequest(id, noSuchLoan, 2)),
       other: wire(badRequest(id, [{ code: 'InvalidRequest', detail: DETAILS.notArray }])),
       recorded: wire(accepted(id)),
     },

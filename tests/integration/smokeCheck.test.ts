@@ -128,7 +128,7 @@ test('even were the reserved loan to exist and be the smoke partner’s with cre
   try {
     const result = await smokeCheck(await smokeToken());
     expect(failureCode(result.stderr)).toBe('SMOKE_UNEXPECTED');
-    expect(result.stderr).toContain('PendingTransactionRequest'); // rule 8 for the second element: the batch was refused
+    expect(result.stderr).toContain('PendingTransactionRequest'); // "one draw a day" for the second element: the batch was refused
     expect(await h.drawsFor(SMOKE_LOAN)).toEqual([]);
   } finally {
     await h.table('loans').deleteEntity(String(SMOKE_LOAN), '');

@@ -1,9 +1,11 @@
 /**
- * A straightforward reading of docs/contract.md §2.3 rows 4–8, written independently of lib/drawRules.ts:
- * the oracle the rules (and the handler) are checked against with generated inputs.
+ * A straightforward reading of the storage rules of docs/contract.md §2.3, written independently of
+ * lib/drawRules.ts: the oracle the rules (and the handler) are checked against with generated inputs.
+ * The catalogue (lib/errorCatalogue.ts) gives the rules' order and codes; the model reads each rule
+ * itself, by its name, so a rule the catalogue has and the model does not fails every model test by name.
  */
 import fc from 'fast-check';
-import type { ErrorCode } from '../../lib/errorCatalogue';
+import { DETAILS, STORAGE_RULES, type DetailOf, type ErrorCode, type StorageRuleName } from '../../lib/errorCatalogue';
 
 export interface ModelLoan {
   readonly partnerId?: string;
@@ -18,29 +20,68 @@ export interface ModelRequest {
   readonly amountCents: number;
 }
 
-/** The codes rules 4–8 can give (the model names them itself; a code the catalogue does not know fails to compile). */
-export type ModelCode = Exclude<ErrorCode, 'InvalidRequest'>;
+/** What the model knows about one element when it judges it. */
+interface Element {
+  readonly request: ModelRequest;
+  readonly loan: ModelLoan | undefined;
+  readonly partnerId: string;
+  readonly drawnToday: boolean;
+  /** An earlier element of the batch names the same loan. */
+  readonly earlier: boolean;
+}
+
+/** The model's reading of each storage rule: the detail it gives an element it applies to. */
+export const MODEL_RULES: { readonly [R in StorageRuleName]: (e: Element) => DetailOf<R> | undefined } = {
+  'loan exists': (e) => (e.loan === undefined ? 'loanNotFound' : undefined),
+  'loan owner': (e) => (e.loan?.partnerId === e.partnerId ? undefined : 'notAuthorized'),
+  'funding investor': (e) => ((e.loan?.fundingInvestorId ?? '').trim().length === 0 ? 'noFundingInvestor' : undefined),
+  'available credit': (e) => (e.request.amountCents > (e.loan?.creditCents ?? 0) ? 'amountAboveCredit' : undefined),
+  'one draw a day': (e) => (e.drawnToday ? 'alreadyToday' : e.earlier ? 'duplicateInBatch' : undefined),
+};
+
+/** The error the model gives an element: its rule, code and detail text. */
+export interface ModelVerdict {
+  readonly rule: StorageRuleName;
+  readonly code: ErrorCode;
+  readonly detail: string;
+}
 
 /** The dollars stored as AvailableCredit for a model loan; undefined when it has none. */
 export function creditDollars(loan: ModelLoan): number | undefined {
   return loan.creditCents === undefined ? undefined : (loan.creditCents + loan.creditFraction) / 100;
 }
 
-/** Each element's error code, or undefined when it passes; the batch is accepted when all pass. */
+/** The `Loans` row (docs/contract.md §4) that holds a model loan: its columns as the Tables SDK reads them, absent ones left out. */
+export function loanRow(loan: ModelLoan): Record<string, string | number | boolean> {
+  const row: Record<string, string | number | boolean> = {};
+  if (loan.partnerId !== undefined) row.PartnerId = loan.partnerId;
+  const credit = creditDollars(loan);
+  if (credit !== undefined) row.AvailableCredit = credit;
+  if (loan.fundingInvestorId !== undefined) row.FundingInvestorId = loan.fundingInvestorId;
+  return row;
+}
+
+/** Each element's error, or undefined when it passes; the batch is accepted when all pass. */
 export function modelVerdicts(
   requests: readonly ModelRequest[],
   loans: ReadonlyMap<number, ModelLoan>,
   drawnToday: ReadonlySet<number>,
   partnerId: string,
-): (ModelCode | undefined)[] {
+): (ModelVerdict | undefined)[] {
   return requests.map((request, i) => {
-    const loan = loans.get(request.loanNumber);
-    if (loan === undefined) return 'InvalidLoanNumber';
-    if (loan.partnerId !== partnerId) return 'InvalidAuthorization';
-    if (loan.fundingInvestorId === undefined || loan.fundingInvestorId.trim().length === 0) return 'InvalidFundingInvestor';
-    if (request.amountCents > (loan.creditCents ?? 0)) return 'InvalidAmount';
-    const earlier = requests.slice(0, i).some((r) => r.loanNumber === request.loanNumber);
-    if (drawnToday.has(request.loanNumber) || earlier) return 'PendingTransactionRequest';
+    const element: Element = {
+      request,
+      loan: loans.get(request.loanNumber),
+      partnerId,
+      drawnToday: drawnToday.has(request.loanNumber),
+      earlier: requests.slice(0, i).some((r) => r.loanNumber === request.loanNumber),
+    };
+    for (const { name, code } of STORAGE_RULES) {
+      const reading = MODEL_RULES[name] as ((e: Element) => keyof typeof DETAILS | undefined) | undefined;
+      if (reading === undefined) throw new Error(`the model does not know the catalogue's rule "${name}": add its reading to MODEL_RULES`);
+      const detail = reading(element);
+      if (detail !== undefined) return { rule: name, code, detail: DETAILS[detail] as string };
+    }
     return undefined;
   });
 }

@@ -11,7 +11,7 @@
 // Config: { azState, audiences: [scope], settings: { partnersTable, loansTable, drawsTable, idempotencyTable },
 //           tables: [names the storage account has], loanNumbers: [loans that exist], records: bool (a broken
 //           service that records what it must refuse), answers: { noToken, badToken, dependencyFailed,
-//           noSuchLoan (rule 4 for each element of one batch), other, recorded }: { status, headers, body } }
+//           noSuchLoan ("loan exists" for each element of one batch), other, recorded }: { status, headers, body } }
 // The request log has one JSON line per request: { method, url, token, idempotencyKey }.
 const { appendFileSync, readFileSync } = require('node:fs');
 const { createServer } = require('node:http');
@@ -39,7 +39,7 @@ function answer(config, authorization, text) {
     return answers.other;
   }
   if (config.records) return answers.recorded;
-  // The rule-4 answer the test built is the true one only for exactly the batch it was built for.
+  // The "loan exists" answer the test built is the true one only for exactly the batch it was built for.
   const expected = JSON.parse(answers.noSuchLoan.body).errors;
   const fits =
     Array.isArray(draws) &&

@@ -782,13 +782,13 @@ function possibleCodes(servicer: LoanServicer, partnerId: string, element: Eleme
       state === undefined
         ? undefined
         : { partnerId: state.partnerId, creditCents: state.credit * 100, creditFraction: 0, fundingInvestorId: state.fundingInvestorId };
-    const [code] = modelVerdicts(
+    const [verdict] = modelVerdicts(
       [{ loanNumber: element.loanNumber, amountCents: Math.round(element.amount * 100) }],
       new Map(loan === undefined ? [] : [[element.loanNumber, loan]]),
       new Set(),
       partnerId,
     );
-    codes.add(code ?? 'pass');
+    codes.add(verdict?.code ?? 'pass');
   }
   return codes;
 }

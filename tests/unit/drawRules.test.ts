@@ -1,6 +1,6 @@
-import { applyDrawRules, creditCents, type Loan } from '../../lib/drawRules';
+import { DRAW_RULES, applyDrawRules, creditCents, type Loan } from '../../lib/drawRules';
 import { parseDrawRequests, type DrawRequest } from '../../lib/requestBody';
-import { elementRule, type DetailKey } from '../../lib/errorCatalogue';
+import { STORAGE_RULES, elementRule, type DetailOf, type RuleName } from '../../lib/errorCatalogue';
 import { DETAILS, type ElementError } from '../../lib/problem';
 
 const PARTNER = 'partner-a';
@@ -29,11 +29,9 @@ function run(requests: DrawRequest[], loanMap: Map<string, Loan>, drawnToday: st
   return applyDrawRules(requests, loanMap, new Set(drawnToday), partnerId);
 }
 
-/** Rule `rule`'s code and its detail `key`, from the error catalogue, which must list that detail under that rule. */
-function ruleError(rule: number, key: DetailKey): Pick<ElementError, 'code' | 'detail'> {
-  const { code, details } = elementRule(rule);
-  if (!details.includes(key)) throw new Error(`rule ${rule} has no detail ${key} in the error catalogue`);
-  return { code, detail: DETAILS[key] as string };
+/** The code of the rule named `rule` and its detail `key`, from the error catalogue. */
+function ruleError<R extends RuleName>(rule: R, key: DetailOf<R>): Pick<ElementError, 'code' | 'detail'> {
+  return { code: elementRule(rule).code, detail: DETAILS[key] as string };
 }
 
 /** The exact errors the contract documents for each rule, for element `index` on loan `loanNumber`. */
@@ -42,36 +40,36 @@ const expected = {
     index,
     loanNumber,
     pointer: `/${index}/loanNumber`,
-    ...ruleError(4, 'loanNotFound'),
+    ...ruleError('loan exists', 'loanNotFound'),
   }),
   notAuthorized: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
     pointer: `/${index}/loanNumber`,
-    ...ruleError(5, 'notAuthorized'),
+    ...ruleError('loan owner', 'notAuthorized'),
   }),
   noInvestor: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
-    ...ruleError(6, 'noFundingInvestor'),
+    ...ruleError('funding investor', 'noFundingInvestor'),
   }),
   aboveCredit: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
     pointer: `/${index}/amount`,
-    ...ruleError(7, 'amountAboveCredit'),
+    ...ruleError('available credit', 'amountAboveCredit'),
   }),
   alreadyToday: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
     pointer: `/${index}/loanNumber`,
-    ...ruleError(8, 'alreadyToday'),
+    ...ruleError('one draw a day', 'alreadyToday'),
   }),
   duplicate: (index: number, loanNumber: number): ElementError => ({
     index,
     loanNumber,
     pointer: `/${index}/loanNumber`,
-    ...ruleError(8, 'duplicateInBatch'),
+    ...ruleError('one draw a day', 'duplicateInBatch'),
   }),
 };
 
@@ -81,11 +79,11 @@ describe('applyDrawRules: each rule alone', () => {
     expect(verdict).toStrictEqual({ accepted: true });
   });
 
-  test('rule 4: no loan with that number → Invalid Loan Number with pointer to loanNumber', () => {
+  test('loan exists: no loan with that number → Invalid Loan Number with pointer to loanNumber', () => {
     expect(run([req(0, 42, 10)], loans({ 43: loan() }))).toStrictEqual({ accepted: false, errors: [expected.notFound(0, 42)] });
   });
 
-  test('rule 4: the loan map is keyed by the decimal string without leading zeros', () => {
+  test('loan exists: the loan map is keyed by the decimal string without leading zeros', () => {
     expect(run([req(0, 7, 10)], loans({ '007': loan() }))).toStrictEqual({ accepted: false, errors: [expected.notFound(0, 7)] });
     expect(run([req(0, 7, 10)], loans({ '7': loan() }))).toStrictEqual({ accepted: true });
   });
@@ -95,7 +93,7 @@ describe('applyDrawRules: each rule alone', () => {
     ['partner id differing only in case', 'PARTNER-A'],
     ['missing partnerId on the loan', undefined],
     ['empty partnerId on the loan', ''],
-  ])('rule 5: %s → Invalid Authorization with pointer to loanNumber', (_name, partnerId) => {
+  ])('loan owner: %s → Invalid Authorization with pointer to loanNumber', (_name, partnerId) => {
     expect(run([req(0, 5, 10)], loans({ 5: loan({ partnerId }) }))).toStrictEqual({
       accepted: false,
       errors: [expected.notAuthorized(0, 5)],
@@ -107,84 +105,51 @@ describe('applyDrawRules: each rule alone', () => {
     ['empty', ''],
     ['whitespace-only', '   '],
     ['tab/newline only', '\t\n'],
-  ])('rule 6: funding investor %s → Invalid Funding Investor without pointer', (_name, fundingInvestorId) => {
+  ])('funding investor: %s → Invalid Funding Investor without pointer', (_name, fundingInvestorId) => {
     const verdict = run([req(0, 6, 10)], loans({ 6: loan({ fundingInvestorId }) }));
     expect(verdict).toStrictEqual({ accepted: false, errors: [expected.noInvestor(0, 6)] });
     if (!verdict.accepted) expect('pointer' in verdict.errors[0]).toBe(false);
   });
 
-  test('rule 6: a non-blank funding investor passes', () => {
+  test('funding investor: a non-blank funding investor passes', () => {
     expect(run([req(0, 6, 10)], loans({ 6: loan({ fundingInvestorId: ' x ' }) }))).toStrictEqual({ accepted: true });
   });
 
-  test('rule 7: amount above credit → Invalid Amount with pointer to amount', () => {
+  test('available credit: amount above credit → Invalid Amount with pointer to amount', () => {
     expect(run([req(0, 8, 1000.01)], loans({ 8: loan({ availableCredit: 1000 }) }))).toStrictEqual({
       accepted: false,
       errors: [expected.aboveCredit(0, 8)],
     });
   });
 
-  test('rule 8: a draw already submitted today → Pending Transaction Request (already today)', () => {
+  test('one draw a day: a draw already submitted today → Pending Transaction Request (already today)', () => {
     expect(run([req(0, 9, 10)], loans({ 9: loan() }), ['9'])).toStrictEqual({
       accepted: false,
       errors: [expected.alreadyToday(0, 9)],
     });
   });
 
-  test('rule 8: draws today for other loans do not matter', () => {
+  test('one draw a day: draws today for other loans do not matter', () => {
     expect(run([req(0, 9, 10)], loans({ 9: loan() }), ['90', '19', '09'])).toStrictEqual({ accepted: true });
   });
 });
 
-describe('applyDrawRules: precedence (each element gets the first rule that applies)', () => {
-  const noInvestor = { fundingInvestorId: undefined };
-  const otherPartner = { partnerId: 'partner-b' };
-  const lowCredit = { availableCredit: 5 };
-  // [name, loan overrides or null for no loan, drawn today?, expected error builder]
-  test.each([
-    ['4 beats 8 (no loan, drawn today)', null, true, expected.notFound],
-    ['5 beats 6 (other partner, no investor)', { ...otherPartner, ...noInvestor }, false, expected.notAuthorized],
-    ['5 beats 7 (other partner, amount above credit)', { ...otherPartner, ...lowCredit }, false, expected.notAuthorized],
-    ['5 beats 8 (other partner, drawn today)', otherPartner, true, expected.notAuthorized],
-    ['5 beats 6, 7 and 8 together', { ...otherPartner, ...noInvestor, ...lowCredit }, true, expected.notAuthorized],
-    ['5 beats 7 even with no credit at all', { ...otherPartner, availableCredit: undefined }, false, expected.notAuthorized],
-    ['6 beats 7 (no investor, amount above credit)', { ...noInvestor, ...lowCredit }, false, expected.noInvestor],
-    ['6 beats 8 (blank investor, drawn today)', { fundingInvestorId: ' ' }, true, expected.noInvestor],
-    ['6 beats 7 and 8 together', { ...noInvestor, ...lowCredit }, true, expected.noInvestor],
-    ['7 beats 8 (amount above credit, drawn today)', lowCredit, true, expected.aboveCredit],
-  ] as const)('%s', (_name, overrides, drawn, build) => {
-    const loanMap = overrides === null ? loans({}) : loans({ 77: loan(overrides) });
-    expect(run([req(0, 77, 10)], loanMap, drawn ? ['77'] : [])).toStrictEqual({ accepted: false, errors: [build(0, 77)] });
-  });
-
-  test('4 beats the in-batch duplicate: both elements naming a missing loan get Invalid Loan Number', () => {
-    expect(run([req(0, 3, 10), req(1, 3, 10)], loans({}))).toStrictEqual({
-      accepted: false,
-      errors: [expected.notFound(0, 3), expected.notFound(1, 3)],
-    });
-  });
-
-  test("5 beats the in-batch duplicate: both elements naming another partner's loan get Invalid Authorization", () => {
-    expect(run([req(0, 3, 10), req(1, 3, 10)], loans({ 3: loan({ partnerId: 'x' }) }))).toStrictEqual({
-      accepted: false,
-      errors: [expected.notAuthorized(0, 3), expected.notAuthorized(1, 3)],
-    });
-  });
-
-  test('7 beats the in-batch duplicate', () => {
-    expect(run([req(0, 3, 10), req(1, 3, 2000)], loans({ 3: loan() }))).toStrictEqual({
-      accepted: false,
-      errors: [expected.aboveCredit(1, 3)],
-    });
-  });
-
+describe('applyDrawRules: what an element refused reveals', () => {
+  // Which rule comes first is tested for every pair in tests/unit/errorPrecedence.test.ts, from the catalogue.
   test("no information about another partner's loan leaks: the error has only index, loanNumber, code, pointer, detail", () => {
     const verdict = run([req(0, 3, 10)], loans({ 3: loan({ partnerId: 'x', availableCredit: 1, fundingInvestorId: '' }) }));
     expect(verdict).toStrictEqual({ accepted: false, errors: [expected.notAuthorized(0, 3)] });
   });
+
+  test('loan owner comes before every rule that reads more of the loan (contract §2.3)', () => {
+    const owner = STORAGE_RULES.findIndex((r) => r.name === 'loan owner');
+    const readsMore = STORAGE_RULES.filter((r) => DRAW_RULES[r.name].reads.some((field) => field !== 'partnerId'));
+    expect({ beforeLoanOwner: readsMore.filter((r) => STORAGE_RULES.indexOf(r) < owner).map((r) => r.name) }).toEqual({ beforeLoanOwner: [] });
+    expect(readsMore.length).toBeGreaterThan(0);
+  });
 });
 
-describe('applyDrawRules: rule 7 boundaries in integer cents', () => {
+describe('applyDrawRules: available credit, its boundaries in integer cents', () => {
   test.each([
     ['amount exactly equal to credit', 1000, 1000, true],
     ['one cent above credit', 1000, 1000.01, false],
@@ -223,7 +188,7 @@ describe('applyDrawRules: rule 7 boundaries in integer cents', () => {
     });
   });
 
-  test('a credit with a fractional cent (750.505) does not allow 750.51, which is above it (docs/contract.md §2.3 rule 7)', () => {
+  test('a credit with a fractional cent (750.505) does not allow 750.51, which is above it (docs/contract.md §2.3)', () => {
     const verdict = run([req(0, 11, 750.51)], loans({ 11: loan({ availableCredit: 750.505 }) }));
     expect(verdict).toStrictEqual({ accepted: false, errors: [expected.aboveCredit(0, 11)] });
   });
@@ -250,7 +215,7 @@ describe('creditCents', () => {
   });
 });
 
-describe('applyDrawRules: rule 8 pending (today vs same batch)', () => {
+describe('applyDrawRules: one draw a day (today vs same batch)', () => {
   test('the first occurrence in the batch is not pending, every later one is (duplicate in batch)', () => {
     expect(run([req(0, 4, 10), req(1, 4, 10), req(2, 5, 10), req(3, 4, 10)], loans({ 4: loan(), 5: loan() }))).toStrictEqual({
       accepted: false,
@@ -302,12 +267,12 @@ describe('applyDrawRules: whole batch', () => {
     });
     const requests = [
       req(0, 1, 10), // ok
-      req(1, 99, 10), // rule 4
-      req(2, 2, 10), // rule 5
-      req(3, 3, 10), // rule 6
-      req(4, 4, 10), // rule 7
-      req(5, 5, 10), // rule 8 (today)
-      req(6, 1, 10), // rule 8 (duplicate of index 0)
+      req(1, 99, 10), // loan exists
+      req(2, 2, 10), // loan owner
+      req(3, 3, 10), // funding investor
+      req(4, 4, 10), // available credit
+      req(5, 5, 10), // one draw a day (today)
+      req(6, 1, 10), // one draw a day (duplicate of index 0)
       req(7, 6, 10), // ok
     ];
     expect(run(requests, loanMap, ['5'])).toStrictEqual({

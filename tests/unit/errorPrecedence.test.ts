@@ -1,13 +1,14 @@
 /**
  * The catalogue's ORDER tied to the code, not only to the documents (docs/contract.md §2.2–§2.3): for
- * every pair of element rules i < j that can both apply to one element, the element gets rule i's code
- * and detail; for every pair of request-level errors the body reader decides, a request breaking both
- * gets the earlier one. Pairs are generated from lib/errorCatalogue.ts, so a rule or error added there
- * without a way to break it here fails. Also a frozen list of what partners match on.
+ * every pair of element rules that can both apply to one element, the element gets the earlier rule's
+ * code and detail; for every pair of request-level errors the body reader decides, a request breaking
+ * both gets the earlier one. Pairs are generated from lib/errorCatalogue.ts, so a rule or error added
+ * there without a way to break it here fails. Also frozen lists of what partners match on.
  */
 import { applyDrawRules, type Loan } from '../../lib/drawRules';
-import { DETAILS, ELEMENT_RULES, ERRORS, REQUEST_ERRORS, elementRule, type DetailKey } from '../../lib/errorCatalogue';
+import { DETAILS, ELEMENT_RULES, ERRORS, REQUEST_ERRORS, elementRule, type DetailKey, type DetailOf, type RuleName } from '../../lib/errorCatalogue';
 import { LIMITS } from '../../lib/limits';
+import type { LoanField } from '../../lib/loans';
 import { parseDrawRequests, readDrawRequests, type BodySource } from '../../lib/requestBody';
 
 const PARTNER = 'partner-a';
@@ -21,16 +22,21 @@ test('partner-visible codes and names are frozen (a change here is a breaking ch
     ['InvalidFundingInvestor', 'Invalid Funding Investor'],
     ['PendingTransactionRequest', 'Pending Transaction Request'],
   ]);
-  expect(ELEMENT_RULES.map((r) => [r.rule, r.code])).toEqual([
-    [1, 'InvalidRequest'],
-    [2, 'InvalidLoanNumber'],
-    [3, 'InvalidAmount'],
-    [4, 'InvalidLoanNumber'],
-    [5, 'InvalidAuthorization'],
-    [6, 'InvalidFundingInvestor'],
-    [7, 'InvalidAmount'],
-    [8, 'PendingTransactionRequest'],
-  ]);
+});
+
+test('the rules partners know keep their order, what they are checked against and their codes (a new rule may come between any two; removing or moving one is a breaking change)', () => {
+  const FROZEN = [
+    ['element shape', 'element', 'InvalidRequest'],
+    ['loan number form', 'element', 'InvalidLoanNumber'],
+    ['amount form', 'element', 'InvalidAmount'],
+    ['loan exists', 'storage', 'InvalidLoanNumber'],
+    ['loan owner', 'storage', 'InvalidAuthorization'],
+    ['funding investor', 'storage', 'InvalidFundingInvestor'],
+    ['available credit', 'storage', 'InvalidAmount'],
+    ['one draw a day', 'storage', 'PendingTransactionRequest'],
+  ];
+  const frozen = new Set(FROZEN.map(([name]) => name));
+  expect(ELEMENT_RULES.filter((r) => frozen.has(r.name)).map((r) => [r.name, r.against, r.code])).toEqual(FROZEN);
 });
 
 describe('element rules: the first that applies wins (contract §2.3)', () => {
@@ -49,49 +55,75 @@ describe('element rules: the first that applies wins (contract §2.3)', () => {
     earlier: false,
   };
 
-  /** A way to break one rule with one of its details; each changes a different part of the case. */
-  interface Breaker {
-    readonly rule: number;
-    readonly detail: DetailKey;
-    readonly text: string;
-    readonly apply: (c: Case) => Case;
+  /**
+   * What breaking a rule changes in the case: element fields (undefined removes one), the loan (null:
+   * no loan; otherwise some of its fields), a draw today, an earlier element naming the loan.
+   */
+  interface Change {
+    readonly fields?: Readonly<Record<string, string | undefined>>;
+    readonly loan?: Readonly<Partial<Record<LoanField, unknown>>> | null;
+    readonly drawnToday?: true;
+    readonly earlier?: true;
   }
-  const withFields = (c: Case, fields: Record<string, string | undefined>): Case => {
+  /** A way to break rule `R` with one of its details. */
+  interface Breaker<R extends RuleName> {
+    readonly detail: DetailOf<R>;
+    readonly text: string;
+    readonly change: Change;
+  }
+  const manyKeys = Object.fromEntries(Array.from({ length: LIMITS.keysPerObject }, (_, i) => [`k${i}`, '0']));
+  /** Every rule of the catalogue, by name: a rule without a way to break it here fails to compile, and the first test names it. */
+  const BREAKERS: { readonly [R in RuleName]: readonly Breaker<R>[] } = {
+    // notObject is left out: an element that is not an object has no field or loan to break as well.
+    'element shape': [
+      { detail: 'tooManyKeys', text: DETAILS.tooManyKeys(LIMITS.keysPerObject), change: { fields: manyKeys } },
+      { detail: 'ambiguous', text: DETAILS.ambiguous('requestor'), change: { fields: { Requestor: '"Pat"' } } },
+      { detail: 'missing', text: DETAILS.missing('requestor'), change: { fields: { requestor: undefined } } },
+      { detail: 'requestor', text: DETAILS.requestor, change: { fields: { requestor: '""' } } },
+    ],
+    'loan number form': [{ detail: 'loanNumberFormat', text: DETAILS.loanNumberFormat, change: { fields: { loanNumber: '"10a1"' } } }],
+    'amount form': [{ detail: 'amountFormat', text: DETAILS.amountFormat, change: { fields: { amount: '10.555' } } }],
+    'loan exists': [{ detail: 'loanNotFound', text: DETAILS.loanNotFound, change: { loan: null } }],
+    'loan owner': [{ detail: 'notAuthorized', text: DETAILS.notAuthorized, change: { loan: { partnerId: 'partner-b' } } }],
+    'funding investor': [{ detail: 'noFundingInvestor', text: DETAILS.noFundingInvestor, change: { loan: { fundingInvestorId: undefined } } }],
+    // Credit below the amount (rather than a larger amount), so it combines with a malformed amount.
+    'available credit': [{ detail: 'amountAboveCredit', text: DETAILS.amountAboveCredit, change: { loan: { availableCredit: 5 } } }],
+    'one draw a day': [
+      { detail: 'alreadyToday', text: DETAILS.alreadyToday, change: { drawnToday: true } },
+      { detail: 'duplicateInBatch', text: DETAILS.duplicateInBatch, change: { earlier: true } },
+    ],
+  };
+  const ALL = ELEMENT_RULES.flatMap((r, place) => {
+    const breakers: readonly { readonly detail: DetailKey; readonly text: string; readonly change: Change }[] = BREAKERS[r.name] ?? [];
+    return breakers.map((b) => ({ ...b, rule: r.name, place }));
+  });
+  type Placed = (typeof ALL)[number];
+  const name = (b: Placed) => `${b.rule}:${b.detail}`;
+
+  function apply(c: Case, { fields, loan, drawnToday, earlier }: Change): Case {
     const merged: Record<string, string> = {};
     for (const [k, v] of Object.entries({ ...c.fields, ...fields })) if (v !== undefined) merged[k] = v;
-    return { ...c, fields: merged };
-  };
-  const withLoan = (c: Case, loan: Partial<Record<keyof Loan, unknown>>): Case => ({ ...c, loan: { ...c.loan, ...loan } as Loan });
-  const manyKeys = Object.fromEntries(Array.from({ length: LIMITS.keysPerObject }, (_, i) => [`k${i}`, '0']));
-  const BREAKERS: readonly Breaker[] = [
-    // notObject is left out: an element that is not an object has no field or loan to break as well.
-    { rule: 1, detail: 'tooManyKeys', text: DETAILS.tooManyKeys(LIMITS.keysPerObject), apply: (c) => withFields(c, manyKeys) },
-    { rule: 1, detail: 'ambiguous', text: DETAILS.ambiguous('requestor'), apply: (c) => withFields(c, { Requestor: '"Pat"' }) },
-    { rule: 1, detail: 'missing', text: DETAILS.missing('requestor'), apply: (c) => withFields(c, { requestor: undefined }) },
-    { rule: 1, detail: 'requestor', text: DETAILS.requestor, apply: (c) => withFields(c, { requestor: '""' }) },
-    { rule: 2, detail: 'loanNumberFormat', text: DETAILS.loanNumberFormat, apply: (c) => withFields(c, { loanNumber: '"10a1"' }) },
-    { rule: 3, detail: 'amountFormat', text: DETAILS.amountFormat, apply: (c) => withFields(c, { amount: '10.555' }) },
-    { rule: 4, detail: 'loanNotFound', text: DETAILS.loanNotFound, apply: (c) => ({ ...c, loan: undefined }) },
-    { rule: 5, detail: 'notAuthorized', text: DETAILS.notAuthorized, apply: (c) => withLoan(c, { partnerId: 'partner-b' }) },
-    { rule: 6, detail: 'noFundingInvestor', text: DETAILS.noFundingInvestor, apply: (c) => withLoan(c, { fundingInvestorId: undefined }) },
-    // Credit below the amount (rather than a larger amount), so it combines with rule 3's amount.
-    { rule: 7, detail: 'amountAboveCredit', text: DETAILS.amountAboveCredit, apply: (c) => withLoan(c, { availableCredit: 5 }) },
-    { rule: 8, detail: 'alreadyToday', text: DETAILS.alreadyToday, apply: (c) => ({ ...c, drawnToday: true }) },
-    { rule: 8, detail: 'duplicateInBatch', text: DETAILS.duplicateInBatch, apply: (c) => ({ ...c, earlier: true }) },
-  ];
-  const name = (b: Breaker) => `${b.rule}:${b.detail}`;
+    return {
+      fields: merged,
+      loan: loan === undefined ? c.loan : loan === null ? undefined : ({ ...c.loan, ...loan } as Loan),
+      drawnToday: drawnToday ?? c.drawnToday,
+      earlier: earlier ?? c.earlier,
+    };
+  }
 
-  /**
-   * Pairs that cannot both apply to one element: a loan number that is not a number, or names no loan,
-   * names no loan with an owner, an investor or a credit, and has no draw today.
-   */
-  const EXCLUSIVE = new Set(
-    ['2:loanNumberFormat', '4:loanNotFound'].flatMap((a) =>
-      ['5:notAuthorized', '6:noFundingInvestor', '7:amountAboveCredit', '8:alreadyToday'].map((b) => `${a} ${b}`),
-    ),
-  );
+  /** The parts of the case a change sets: `field:<key>`, `loan` (its existence), `loan:<field>`, `today`, `earlier`. */
+  function parts({ fields, loan, drawnToday, earlier }: Change): string[] {
+    return [
+      ...Object.keys(fields ?? {}).map((k) => `field:${k}`),
+      ...(loan === null ? ['loan'] : Object.keys(loan ?? {}).map((f) => `loan:${f}`)),
+      ...(drawnToday ? ['today'] : []),
+      ...(earlier ? ['earlier'] : []),
+    ];
+  }
+  /** Two changes combine when neither sets a part the other sets, or a field of a loan the other removes. */
+  const clash = (a: Change, b: Change) => parts(a).some((p) => parts(b).some((q) => p === q || `${p}:`.startsWith(`${q}:`) || `${q}:`.startsWith(`${p}:`)));
 
-  /** The error the code gives the case's element: body reader for rules 1–3, then the draw rules. */
+  /** The error the code gives the case's element: the body reader for the element rules, then the draw rules. */
   function errorOf(c: Case) {
     const element = (f: Readonly<Record<string, string>>) =>
       `{${Object.entries(f)
@@ -111,35 +143,33 @@ describe('element rules: the first that applies wins (contract §2.3)', () => {
     const mine = errors.find((e) => e.index === index);
     return mine && { code: mine.code, detail: mine.detail };
   }
-  const expected = (b: Breaker) => ({ code: elementRule(b.rule).code, detail: b.text });
+  const expected = (b: Placed) => ({ code: elementRule(b.rule).code, detail: b.text });
 
-  test('every rule can be broken here, with details of that rule', () => {
-    expect([...new Set(BREAKERS.map((b) => b.rule))]).toEqual(ELEMENT_RULES.map((r) => r.rule));
-    for (const b of BREAKERS) expect(elementRule(b.rule).details).toContain(b.detail);
+  test('every rule of the catalogue can be broken here, with details of that rule', () => {
+    expect({ noWayToBreak: ELEMENT_RULES.map((r) => r.name).filter((rule) => !ALL.some((b) => b.rule === rule)) }).toEqual({ noWayToBreak: [] });
+    for (const b of ALL) expect(elementRule(b.rule).details).toContain(b.detail);
     expect(errorOf(BASE)).toBeUndefined();
   });
 
-  test.each(BREAKERS.map((b) => [name(b), b] as const))('%s alone gives its code and detail', (_, b) => {
-    expect(errorOf(b.apply(BASE))).toEqual(expected(b));
+  test.each(ALL.map((b) => [name(b), b] as const))('%s alone gives its code and detail', (_, b) => {
+    expect(errorOf(apply(BASE, b.change))).toEqual(expected(b));
   });
 
-  const PAIRS = BREAKERS.flatMap((first) =>
-    BREAKERS.filter((second) => second.rule > first.rule && !EXCLUSIVE.has(`${name(first)} ${name(second)}`)).map(
-      (second) => [`${name(first)} and ${name(second)}`, first, second] as const,
-    ),
+  const LATER = ALL.flatMap((first) => ALL.filter((second) => second.place > first.place).map((second) => [first, second] as const));
+  const PAIRS = LATER.filter(([first, second]) => !clash(first.change, second.change)).map(
+    ([first, second]) => [`${name(first)} and ${name(second)}`, first, second] as const,
   );
 
-  test('every pair of rules i < j is tested or excluded', () => {
-    const covered = new Set(PAIRS.map(([, a, b]) => `${a.rule} ${b.rule}`));
-    const all = ELEMENT_RULES.flatMap((a) => ELEMENT_RULES.filter((b) => b.rule > a.rule).map((b) => `${a.rule} ${b.rule}`));
-    const onlyExclusive = all.filter((p) => !covered.has(p));
-    expect(onlyExclusive).toEqual(['2 5', '2 6', '2 7', '4 5', '4 6', '4 7']);
+  test('every pair of rules is tested, but a missing loan with a field of that loan', () => {
+    const left = LATER.filter(([first, second]) => clash(first.change, second.change));
+    const noLoanAndItsField = ([a, b]: readonly [Placed, Placed]) => [a, b].some((x) => x.change.loan === null) && [a, b].some((x) => x.change.loan);
+    expect(left.filter((pair) => !noLoanAndItsField(pair)).map(([a, b]) => `${name(a)} and ${name(b)}`)).toEqual([]);
   });
 
   test.each(PAIRS)('%s: the earlier rule wins', (_, first, second) => {
     // Either order of applying: each changes a different part of the case.
-    expect(errorOf(first.apply(second.apply(BASE)))).toEqual(expected(first));
-    expect(errorOf(second.apply(first.apply(BASE)))).toEqual(expected(first));
+    expect(errorOf(apply(apply(BASE, second.change), first.change))).toEqual(expected(first));
+    expect(errorOf(apply(apply(BASE, first.change), second.change))).toEqual(expected(first));
   });
 });
 

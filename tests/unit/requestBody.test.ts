@@ -138,7 +138,7 @@ describe('parseDrawRequests: valid elements', () => {
   });
 });
 
-describe('parseDrawRequests: rule 1 – element shape', () => {
+describe('parseDrawRequests: element shape', () => {
   test.each([
     ['null', null],
     ['an array', [VALID]],
@@ -219,7 +219,7 @@ describe('parseDrawRequests: rule 1 – element shape', () => {
   });
 });
 
-describe('parseDrawRequests: rule 2 – loanNumber form', () => {
+describe('parseDrawRequests: loan number form', () => {
   test.each([
     ['1', 1],
     ['"1"', 1],
@@ -269,7 +269,7 @@ describe('parseDrawRequests: rule 2 – loanNumber form', () => {
   });
 });
 
-describe('parseDrawRequests: rule 3 – amount', () => {
+describe('parseDrawRequests: amount form', () => {
   test.each([
     ['1', 1, 100],
     ['1.00', 1, 100],
@@ -324,7 +324,7 @@ describe('parseDrawRequests: rule 3 – amount', () => {
   });
 });
 
-describe('parseDrawRequests: precedence of rules 1–3 inside an element', () => {
+describe('parseDrawRequests: precedence of the rules on the element alone, inside an element', () => {
   test.each([
     [
       'missing requestor beats bad loanNumber and bad amount',
@@ -337,12 +337,12 @@ describe('parseDrawRequests: precedence of rules 1–3 inside an element', () =>
       { index: 0, code: 'InvalidRequest', pointer: '/0/requestor', detail: DETAILS.requestor },
     ],
     [
-      'missing amount (rule 1) beats bad loanNumber (rule 2)',
+      'missing amount (element shape) beats bad loanNumber (loan number form)',
       { loanNumber: '0', requestor: '"a"' },
       { index: 0, code: 'InvalidRequest', pointer: '/0/amount', detail: DETAILS.missing('amount') },
     ],
     [
-      'missing loanNumber beats invalid requestor (field order within rule 1)',
+      'missing loanNumber beats invalid requestor (field order within element shape)',
       { requestor: '5', amount: '5' },
       { index: 0, code: 'InvalidRequest', pointer: '/0/loanNumber', detail: DETAILS.missing('loanNumber') },
     ],
@@ -464,7 +464,7 @@ describe('parseDrawRequests: case-insensitive keys', () => {
     expect(error.pointer).toBe(`/0/${secondKey}`);
   });
 
-  test('ambiguous keys for a field beat a bad loanNumber (rule 1 before rule 2)', () => {
+  test('ambiguous keys for a field beat a bad loanNumber (element shape before loan number form)', () => {
     expect(parseText('[{"loanNumber":"x","requestor":"a","amount":5,"AMOUNT":5}]')).toStrictEqual(
       oneElementError({ index: 0, code: 'InvalidRequest', pointer: '/0/AMOUNT', detail: DETAILS.ambiguous('amount') }),
     );
@@ -566,7 +566,7 @@ describe('parseDrawRequests: whole batch', () => {
     expect('requests' in result).toBe(false);
   });
 
-  test('duplicates are not a shape error (rule 8 is for the draw rules)', () => {
+  test('duplicates are not a shape error (one draw a day is a rule against storage)', () => {
     const result = parseJson([VALID, VALID]);
     expect(result.ok).toBe(true);
     if (result.ok)
