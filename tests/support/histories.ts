@@ -774,7 +774,7 @@ function readWindow(attempts: readonly Attempt[], a: Attempt): [number, number] 
   return [Math.min(...same.map((b) => b.sentAt)), end];
 }
 
-/** The codes rules 4–7 may give an element over the loan's versions in the window ('pass' when none applies). */
+/** The codes the loan rules (the storage rules but "one draw a day") may give an element over the loan's versions in the window ('pass' when none applies). */
 function possibleCodes(servicer: LoanServicer, partnerId: string, element: Element, window: [number, number]): Set<string> {
   const codes = new Set<string>();
   for (const state of servicer.visible(element.loanNumber, ...window)) {
@@ -914,7 +914,7 @@ function checkHistory(
 
 /**
  * Each answer against what the draw rules allowed while its batch's attempts read (the loans may have
- * changed meanwhile): a batch recorded now passed rules 4–7 on versions of its loans that existed then; a
+ * changed meanwhile): a batch recorded now passed the loan rules (all storage rules but "one draw a day") on versions of its loans that existed then; a
  * refusal listed only what some version refused, and what it left out some version let pass.
  */
 function checkRules(a: Attempt, attempts: readonly Attempt[], rows: readonly Row[], servicer: LoanServicer, say: (a: Attempt, text: string) => void): void {
@@ -938,11 +938,12 @@ function checkRules(a: Attempt, attempts: readonly Attempt[], rows: readonly Row
       return;
     }
     if (listed.code === 'PendingTransactionRequest') {
-      // Already drawn (a row of another request on some day), or named earlier in the batch; and its loan passed rules 4–7.
+      // Already drawn (a row of another request on some day), or named earlier in the batch; and its loan passed the loan rules (all storage rules but "one draw a day").
       const earlier = a.batch.slice(0, i).some((b) => b.loanNumber === e.loanNumber);
       const drawn = rows.some((r) => r.loanNumber === e.loanNumber);
       if (!earlier && !drawn) say(a, `element ${i} refused as already drawn, but loan ${e.loanNumber} has no row`);
-      if (!codes.has('pass')) say(a, `element ${i} refused as already drawn, but no version of loan ${e.loanNumber} passes rules 4–7`);
+      if (!codes.has('pass'))
+        say(a, `element ${i} refused as already drawn, but no version of loan ${e.loanNumber} passes the loan rules (all storage rules but "one draw a day")`);
       return;
     }
     if (!codes.has(listed.code))
