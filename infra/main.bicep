@@ -45,7 +45,7 @@ param maximumInstanceCount int
 @maxValue(1000)
 param perInstanceConcurrency int
 
-@description('Always-ready instances of the HTTP trigger group: 0 scales to zero; each one is billed around the clock (at most 20: our bound).')
+@description('Always-ready instances of the HTTP trigger group: 0 scales to zero; each one is billed around the clock (at most 20: our bound). At least 2 with zoneRedundant (refused otherwise).')
 @minValue(0)
 @maxValue(20)
 param alwaysReady int
@@ -95,7 +95,7 @@ param githubBusinessId string = ''
 @description('Table private endpoints for other systems\' networks (the loan-servicing system): [{ name, location, subnetId, privateDnsZoneId }] (docs/deploy.md, "Who reaches the tables").')
 param externalTableEndpoints array = []
 
-@description('Spread the Flex Consumption plan\'s instances across availability zones; it then keeps at least two always-ready instances, billed as always-ready (docs/decisions.md, 2026-11-26).')
+@description('Spread the Flex Consumption plan\'s instances across availability zones; alwaysReady must then be 2 or more, which modules/functionApp.bicep refuses otherwise (docs/decisions.md, "Network isolation and zone redundancy").')
 param zoneRedundant bool
 
 // ---------------------------------------------------------------- monitoring
