@@ -80,7 +80,7 @@ param storagePublicAccess bool = true
 @description('Address space of the environment\'s virtual network (isolated only); it must not overlap a network it is peered with.')
 param vnetAddressPrefix string = '10.40.0.0/23'
 
-@description('Subnet of the function app, delegated to Microsoft.App/environments: Microsoft recommends /27 for one Flex Consumption app at any scale; /26 leaves room. Fixed once the app is integrated with it.')
+@description('Subnet of the function app, delegated to Microsoft.App/environments: Microsoft says one Flex Consumption app might use up to 40 IP addresses, and Azure reserves 5 in each subnet, so /26 (59 usable; a /27 has 27). Fixed once the app is integrated with it.')
 param appSubnetPrefix string = '10.40.0.0/26'
 
 @description('Subnet of the private endpoints.')

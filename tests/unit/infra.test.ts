@@ -1948,7 +1948,7 @@ describe('network isolation and zones (issue #34): published Azure types and the
     const first = address.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
     return [first, first + 2 ** (32 - Number(bits)) - 1];
   };
-  test("the subnets fit the network without overlapping: the app's /26 (Microsoft recommends /27 for one Flex Consumption app), the runners' /28, the endpoints' /27", () => {
+  test("the subnets fit the network without overlapping: the app's /26 (Microsoft: one Flex Consumption app may use up to 40 addresses), the runners' /28, the endpoints' /27", () => {
     const defaults = Object.fromEntries(
       ['vnetAddressPrefix', 'appSubnetPrefix', 'runnerSubnetPrefix', 'endpointSubnetPrefix'].map((name) => [
         name,
@@ -1967,6 +1967,10 @@ describe('network isolation and zones (issue #34): published Azure types and the
     for (const [i, a] of subnets.entries()) for (const b of subnets.slice(i + 1)) expect(a[1] < b[0] || b[1] < a[0]).toBe(true);
     // Each prefix is the start of its block (Azure refuses 10.40.0.70/28).
     for (const cidr of Object.values(defaults)) expect(block(cidr)[0] % 2 ** (32 - Number(cidr.split('/')[1]))).toBe(0);
+    // "a single function app might use up to 40 IP addresses" (Flex Consumption how-to), and "Azure reserves
+    // 5 IP addresses within each subnet" (Virtual Network FAQ): docs/decisions.md, "Network isolation".
+    const usable = (cidr: string) => block(cidr)[1] - block(cidr)[0] + 1 - 5;
+    expect(usable(defaults.appSubnetPrefix)).toBeGreaterThanOrEqual(40);
     expect(mainModule('network').params).toMatchObject({ runnerSubnetPrefix: new Expr('runnerSubnetPrefix'), githubBusinessId: new Expr('githubBusinessId') });
   });
 
@@ -1976,6 +1980,9 @@ describe('network isolation and zones (issue #34): published Azure types and the
       subnetId: new Expr("resourceId('Microsoft.Network/virtualNetworks/subnets', vnet.name, runnerSubnetName)"),
       businessId: new Expr('githubBusinessId'),
     });
+    // No tags of ours: a redeployment would replace the GitHubId tag GitHub's network configuration takes
+    // (docs/decisions.md, "GitHub's GitHubId tag is left to GitHub").
+    expect(Object.keys(settings).sort()).toEqual(['location', 'name', 'properties']);
     expect(readFileSync(join(INFRA, 'modules', 'network.bicep'), 'utf8')).toContain(
       "resource runnerNetworkSettings 'GitHub.Network/networkSettings@2024-04-02' = if (!empty(githubBusinessId)) {",
     );
