@@ -105,7 +105,8 @@ export function networkMonthly(endpoints: number, dnsZones: number, gbThroughEnd
 
 /**
  * The always-ready instances a plan is billed for: a zone-redundant Flex Consumption plan keeps at least
- * two across zones whatever `alwaysReady` says (Microsoft Learn, Reliability in Azure Functions).
+ * two across zones, whatever count was set before zone redundancy (Microsoft Learn, Reliability in Azure
+ * Functions), and takes no fewer once it is on (infra/modules/functionApp.bicep refuses fewer first).
  */
 export function billedAlwaysReady(alwaysReady: number, zoneRedundant: boolean): number {
   return zoneRedundant ? Math.max(alwaysReady, 2) : alwaysReady;

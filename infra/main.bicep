@@ -45,7 +45,7 @@ param maximumInstanceCount int
 @maxValue(1000)
 param perInstanceConcurrency int
 
-@description('Always-ready instances of the HTTP trigger group: 0 scales to zero; each one is billed around the clock (at most 20: our bound).')
+@description('Always-ready instances of the HTTP trigger group: 0 scales to zero; each one is billed around the clock (at most 20: our bound). At least 2 with zoneRedundant (refused otherwise).')
 @minValue(0)
 @maxValue(20)
 param alwaysReady int
@@ -80,7 +80,7 @@ param storagePublicAccess bool = true
 @description('Address space of the environment\'s virtual network (isolated only); it must not overlap a network it is peered with.')
 param vnetAddressPrefix string = '10.40.0.0/23'
 
-@description('Subnet of the function app, delegated to Microsoft.App/environments: Microsoft recommends /27 for one Flex Consumption app at any scale; /26 leaves room. Fixed once the app is integrated with it.')
+@description('Subnet of the function app, delegated to Microsoft.App/environments: Microsoft says one Flex Consumption app might use up to 40 IP addresses, and Azure reserves 5 in each subnet, so /26 (59 usable; a /27 has 27). Fixed once the app is integrated with it.')
 param appSubnetPrefix string = '10.40.0.0/26'
 
 @description('Subnet of the private endpoints.')
@@ -95,7 +95,7 @@ param githubBusinessId string = ''
 @description('Table private endpoints for other systems\' networks (the loan-servicing system): [{ name, location, subnetId, privateDnsZoneId }] (docs/deploy.md, "Who reaches the tables").')
 param externalTableEndpoints array = []
 
-@description('Spread the Flex Consumption plan\'s instances across availability zones; it then keeps at least two always-ready instances, billed as always-ready (docs/decisions.md, 2026-11-26).')
+@description('Spread the Flex Consumption plan\'s instances across availability zones; alwaysReady must then be 2 or more, which modules/functionApp.bicep refuses otherwise (docs/decisions.md, "Network isolation and zone redundancy").')
 param zoneRedundant bool
 
 // ---------------------------------------------------------------- monitoring

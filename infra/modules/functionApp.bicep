@@ -45,12 +45,12 @@ param maximumInstanceCount int
 @maxValue(1000)
 param perInstanceConcurrency int
 
-@description('Always-ready instances of the HTTP trigger group; 0 scales to zero.')
+@description('Always-ready instances of the HTTP trigger group; 0 scales to zero. At least 2 on a zone-redundant plan (refused below).')
 @minValue(0)
 @maxValue(20)
 param alwaysReady int
 
-@description('true: the plan spreads instances across availability zones and keeps at least two always-ready instances (billed as always-ready).')
+@description('true: the plan spreads instances across availability zones; alwaysReady must then be 2 or more.')
 param zoneRedundant bool
 
 @description('Subnet (delegated to Microsoft.App/environments) the app\'s outbound traffic goes through; empty: none.')
@@ -126,11 +126,16 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
 }
 
+// Microsoft: "No less than two always-ready instances can be configured per function or function group
+// while zone redundancy is enabled" (Flex Consumption plan, docs/decisions.md "Network isolation and zone
+// redundancy"). Refused by name rather than raised, so the parameters file states what Azure runs and bills.
+var alwaysReadyCount = zoneRedundant && alwaysReady < 2 ? fail('alwaysReady is ${alwaysReady}, but a zone-redundant Flex Consumption plan needs at least 2 always-ready instances: set alwaysReady to 2 or more in the parameters file (docs/decisions.md, "Network isolation and zone redundancy")') : alwaysReady
+
 // Always-ready instances of the HTTP trigger group (the function's group is `http`); none scales to zero.
-var alwaysReadyHttp = [
+var alwaysReadyGroups = alwaysReadyCount == 0 ? [] : [
   {
     name: 'http'
-    instanceCount: alwaysReady
+    instanceCount: alwaysReadyCount
   }
 ]
 
@@ -169,7 +174,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         }
       }
       scaleAndConcurrency: {
-        alwaysReady: alwaysReady == 0 ? [] : alwaysReadyHttp
+        alwaysReady: alwaysReadyGroups
         instanceMemoryMB: instanceMemoryMB
         maximumInstanceCount: maximumInstanceCount
         triggers: {

@@ -95,11 +95,14 @@ resource appNsg 'Microsoft.Network/networkSecurityGroups@2024-05-01' = {
   }
 }
 
-// The runners' subnet, after GitHub's actions-nsg-deployment.bicep (443 to the network and to Storage, where
-// the Actions service keeps artifacts and logs), with what the deploy job calls besides: Microsoft Entra ID
-// (sign-in), Azure Resource Manager (the deployment), App Service (the code deployment, the smoke check) and
-// the Microsoft Container Registry (the Bicep Microsoft Graph extension). GitHub's own address ranges have no
-// service tag (GitHub's meta API lists them). Nothing comes in: a runner only calls out.
+// The runners' subnet: our own group, not GitHub's actions-nsg-deployment.bicep (which allows GitHub's
+// addresses by IP and, in its earlier versions, denied Internet outbound; GitHub is retiring it for domain
+// rules: docs/decisions.md, "Network isolation and zone redundancy"). It names what the deploy job calls,
+// all on 443: the network, Storage (where the Actions service keeps artifacts and logs, as in GitHub's),
+// Microsoft Entra ID (sign-in), Azure Resource Manager (the deployment), App Service (the code deployment,
+// the smoke check) and the Microsoft Container Registry (the Bicep Microsoft Graph extension). With no
+// outbound deny these restrict nothing; GitHub's own addresses have no service tag. Nothing comes in, as
+// GitHub recommends: a runner only calls out.
 resource runnerNsg 'Microsoft.Network/networkSecurityGroups@2024-05-01' = {
   name: 'nsg-${name}-runners'
   location: location
@@ -286,10 +289,11 @@ resource links 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01
 
 // What GitHub's runner group names to place its runners in this subnet: the organization's network
 // configuration takes this resource's GitHubId tag (set by the provider; docs/deploy.md, "Network isolation").
+// No `tags`: a redeployment would replace the provider's tags with ours, GitHubId gone; sent without tags,
+// as GitHub's own script creates it (docs/decisions.md, "Network isolation and zone redundancy").
 resource runnerNetworkSettings 'GitHub.Network/networkSettings@2024-04-02' = if (!empty(githubBusinessId)) {
   name: 'ghns-${name}'
   location: location
-  tags: tags
   properties: {
     subnetId: resourceId('Microsoft.Network/virtualNetworks/subnets', vnet.name, runnerSubnetName)
     businessId: githubBusinessId

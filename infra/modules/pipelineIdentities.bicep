@@ -1,4 +1,4 @@
-// The pipeline's three identities in one environment's resource group (bootstrap.bicep):
+// The pipeline's identities in one environment's resource group (bootstrap.bicep):
 //   deploy: signs in from the GitHub environment of the same name (after its required reviewers, in
 //           prod); deploys infra/main.bicep and the code, writes the Partners rows.
 //   plan:   signs in from pull requests; previews the deployment (what-if), writes nothing, and holds

@@ -1,6 +1,7 @@
 /**
  * Evaluates the part of a Bicep deployment the tests need to know as values, not as source text: which
- * federated credentials the bootstrap gives each pipeline identity for given parameters. No Bicep
+ * federated credentials the bootstrap gives each pipeline identity for given parameters, and the function
+ * app's always-ready groups for an environment's parameters (or the template's `fail()`). No Bicep
  * compiler can be installed here, so the files are parsed with the tree-sitter Bicep grammar (as
  * tests/unit/infra.test.ts parses them) and the expressions are evaluated from that tree with ARM's
  * semantics for the few constructs these files use. Anything else throws, naming the construct: an
@@ -57,6 +58,9 @@ class Unsupported extends Error {
     super(`${what} at ${node.startPosition.row + 1}:${node.startPosition.column + 1}: ${node.text.slice(0, 80)}`);
   }
 }
+
+/** A deployment the template itself refuses: its `fail()` was reached, with this message. */
+export class DeploymentRefused extends Error {}
 
 /** A Bicep file's declarations, evaluated lazily (a parameter or variable only when something reads it). */
 export class BicepFile {
@@ -263,6 +267,11 @@ export class BicepFile {
         if (operator === '!=') return JSON.stringify(left) !== JSON.stringify(right());
         if (operator === '&&') return left === true && right() === true;
         if (operator === '||') return left === true || right() === true;
+        if (['<', '<=', '>', '>='].includes(operator ?? '')) {
+          const [a, b] = [left, right()];
+          if (typeof a !== 'number' || typeof b !== 'number') throw new Unsupported(`${operator} of something other than numbers`, node);
+          return operator === '<' ? a < b : operator === '<=' ? a <= b : operator === '>' ? a > b : a >= b;
+        }
         throw new Unsupported(`the operator ${operator}`, node);
       }
       case 'unary_expression': {
@@ -331,6 +340,9 @@ export class BicepFile {
         return strings().join('');
       case 'toLower':
         return strings()[0].toLowerCase();
+      case 'fail':
+        // Bicep's fail(message): the deployment stops with the message (reached only where a condition chose it).
+        throw new DeploymentRefused(strings()[0]);
       case 'length': {
         const [value] = args;
         if (typeof value === 'string' || Array.isArray(value)) return value.length;

@@ -125,16 +125,14 @@ describe('network isolation and zone redundancy (issue #34)', () => {
     expect(billedAlwaysReady(ready, zoneRedundant)).toBe(billed);
   });
 
-  test("prod's parameters: zone redundancy adds one always-ready instance of its size; dev's add nothing", () => {
+  test("prod's parameters state the always-ready count its zone-redundant plan is billed (the template refuses fewer than two); dev's none", () => {
     const prod = parameters('prod');
     const dev = parameters('dev');
     const prodMemory = (prod.instanceMemoryMB?.value as number | undefined) ?? 2048;
     const prodReady = prod.alwaysReady.value as number;
     expect(prod.zoneRedundant.value).toBe(true);
-    expect(alwaysReadyPlanMonthly(prodMemory, prodReady, true) - alwaysReadyPlanMonthly(prodMemory, prodReady, false)).toBeCloseTo(
-      Math.max(0, 2 - prodReady) * alwaysReadyMonthly(prodMemory),
-      10,
-    );
+    expect(billedAlwaysReady(prodReady, true)).toBe(prodReady);
+    expect(alwaysReadyPlanMonthly(prodMemory, prodReady, true)).toBeCloseTo(prodReady * alwaysReadyMonthly(prodMemory), 10);
     // 2,048 MB: 2 GB × 2,592,000 s × $0.000004 = $20.736 a month for the second instance
     expect(alwaysReadyPlanMonthly(2048, 1, true) - alwaysReadyPlanMonthly(2048, 1, false)).toBeCloseTo(20.736, 6);
     expect(dev.zoneRedundant.value).toBe(false);

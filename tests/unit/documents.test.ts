@@ -45,8 +45,8 @@ const at = (l: Line) => `${l.file}:${l.line}: ${l.text.trim()}`;
  * The code a document shows, one command per entry: each line of a fenced block (a `\` continuation
  * joined, a `#` comment cut off), and each inline code span.
  */
-function codeOf(file: string): Line[] {
-  const lines = read(file).split('\n');
+function codeOf(file: string, text = read(file)): Line[] {
+  const lines = text.split('\n');
   const out: Line[] = [];
   let fence = false;
   let pending: Line | undefined;
@@ -69,7 +69,7 @@ function codeOf(file: string): Line[] {
   return out;
 }
 
-const CODE = DOCUMENTS.flatMap(codeOf);
+const CODE = DOCUMENTS.flatMap((file) => codeOf(file));
 const SCRIPTS: Record<string, string> = JSON.parse(read('package.json')).scripts;
 /** npm's own commands the documents use. */
 const NPM_BUILTINS = new Set(['ci', 'install', 'test', 'start', 'run']);
@@ -141,7 +141,7 @@ describe('every command a document tells a person to run exists', () => {
   });
 
   /** A workflow of .github/workflows/ by file name, with its dispatch inputs (undefined: no such file, or not dispatchable). */
-  function dispatchInputs(file: string): Record<string, { required?: boolean; default?: unknown; options?: string[] }> | undefined {
+  function dispatchInputs(file: string): Record<string, { type?: string; required?: boolean; default?: unknown; options?: string[] }> | undefined {
     const path = join(ROOT, '.github', 'workflows', file);
     if (!existsSync(path)) return undefined;
     const on = (parse(readFileSync(path, 'utf8')) as { on: Record<string, { inputs?: Record<string, object> } | null> }).on;
@@ -187,6 +187,42 @@ describe('every command a document tells a person to run exists', () => {
       'stop-client.yml: staging is not an option of environment',
     ]);
     expect(workflowCommandProblems('gh run list -w rollback.yml -b main')).toEqual(['no workflow rollback.yml']);
+  });
+
+  /**
+   * A switch of a workflow named in a document's prose ("*With infrastructure*" for `with_infrastructure`)
+   * where the document gives that workflow's `gh workflow run` command but none that sets the switch: the
+   * reader copies a command that does not do what the prose says (issue #41).
+   */
+  function unsetSwitches(file: string, text = read(file)): string[] {
+    const prose = text
+      .replace(/```[^]*?```/g, '')
+      .replace(/`[^`]*`/g, '')
+      .toLowerCase();
+    const commands = codeOf(file, text).map((l) => l.text);
+    return [...new Set(commands.flatMap((c) => [...(/\bgh workflow run ([\w.-]+)/.exec(c)?.slice(1) ?? [])]))].flatMap((workflow) =>
+      Object.entries(dispatchInputs(workflow) ?? {})
+        .filter(([name, input]) => input.type === 'boolean' && prose.includes(name.replace(/_/g, ' ')))
+        .filter(
+          ([name]) => !commands.some((c) => c.includes(`gh workflow run ${workflow}`) && new RegExp(`(?:-f|-F|--field|--raw-field) ${name}=true\\b`).test(c)),
+        )
+        .map(([name]) => `${file}: says "${name.replace(/_/g, ' ')}" but no \`gh workflow run ${workflow}\` it gives sets -f ${name}=true`),
+    );
+  }
+
+  test('a workflow switch a document names in prose is set by a command it gives for that workflow', () => {
+    expect(DOCUMENTS.flatMap((file) => unsetSwitches(file))).toEqual([]);
+    // The check sees the runbook's rollback: "with infrastructure", and a command that sets it.
+    expect(read('docs/runbook.md').toLowerCase()).toContain('with infrastructure');
+  });
+
+  test('the switch check can fail: a rollback "with infrastructure" whose only command deploys code', () => {
+    const runbook = read('docs/runbook.md');
+    const withoutSwitch = runbook.replace(/ -f with_infrastructure=true/g, '');
+    expect(withoutSwitch).not.toBe(runbook);
+    expect(unsetSwitches('docs/runbook.md', withoutSwitch)).toEqual([
+      'docs/runbook.md: says "with infrastructure" but no `gh workflow run deploy.yml` it gives sets -f with_infrastructure=true',
+    ]);
   });
 
   test('the flag check can fail: an option a script does not parse is refused', () => {

@@ -24,7 +24,7 @@ import {
   type GitHubRepository,
   type OidcToken,
 } from '../support/oidcTrust';
-import { BicepFile as BicepEvaluation, bicepParser } from '../support/bicepEvaluation';
+import { BicepFile as BicepEvaluation, bicepParser, type Value as EvaluatedValue } from '../support/bicepEvaluation';
 import { rolesNamed } from '../support/builtInRoles';
 
 type SyntaxNode = Parser.SyntaxNode;
@@ -834,12 +834,11 @@ describe('security and hosting properties', () => {
     expect(site.kind).toBe('functionapp,linux');
     expect(at(site, 'properties.functionAppConfig.runtime')).toEqual({ name: 'node', version: '22' });
     expect(at(site, 'properties.functionAppConfig.scaleAndConcurrency')).toEqual({
-      alwaysReady: new Expr('alwaysReady == 0 ? [] : alwaysReadyHttp'),
+      alwaysReady: new Expr('alwaysReadyGroups'),
       instanceMemoryMB: new Expr('instanceMemoryMB'),
       maximumInstanceCount: new Expr('maximumInstanceCount'),
       triggers: { http: { perInstanceConcurrency: new Expr('perInstanceConcurrency') } },
     });
-    expect(literalVar(app, 'alwaysReadyHttp')).toEqual([{ name: 'http', instanceCount: new Expr('alwaysReady') }]);
     for (const name of ['instanceMemoryMB', 'maximumInstanceCount', 'perInstanceConcurrency', 'alwaysReady'])
       expect(mainModule('functionApp').params[name]).toEqual(new Expr(name));
   });
@@ -1286,13 +1285,37 @@ describe('Flex Consumption scale: published types and the measured choice per en
   const web = () => JSON.parse(readFileSync(join(ROOT, 'tests', 'fixtures', 'azure-web-types', 'functionAppConfig.json'), 'utf8')) as { types: GraphType[] };
   const functionAppConfigProblems = (value: Value) => graphProblems(value, web().types[0], '', false, web().types);
 
-  test("the app's functionAppConfig, always-ready list included, sets only published properties of the API version it declares", () => {
+  /** The function app's always-ready groups as ARM would deploy them for `parameters` given to main.bicep (it throws what fail() says). */
+  async function alwaysReadyGroups(parameters: Record<string, unknown>): Promise<unknown> {
+    const main = await BicepEvaluation.load(MAIN, parameters as Record<string, EvaluatedValue>);
+    return (await BicepEvaluation.load(join(INFRA, 'modules', 'functionApp.bicep'), main.moduleParams('functionApp'))).variable('alwaysReadyGroups');
+  }
+  const parametersOf = (env: string) => Object.fromEntries(Object.entries(parameterFile(env).parameters).map(([name, p]) => [name, p.value]));
+
+  test("the app's functionAppConfig, always-ready list included, sets only published properties of the API version it declares", async () => {
     const site = resourceOf(moduleFile('functionApp'), 'Microsoft.Web/sites');
     expect(site.typeWithVersion).toBe('Microsoft.Web/sites@2024-04-01');
     const config = at(site.body, 'properties.functionAppConfig') as ObjectValue;
     const scale = config.scaleAndConcurrency as ObjectValue;
-    const withList = { ...config, scaleAndConcurrency: { ...scale, alwaysReady: literalVar(moduleFile('functionApp'), 'alwaysReadyHttp') } };
+    const withList = { ...config, scaleAndConcurrency: { ...scale, alwaysReady: (await alwaysReadyGroups(parametersOf('prod'))) as Value } };
     expect(functionAppConfigProblems(withList)).toEqual([]);
+  });
+
+  // Microsoft (Flex Consumption plan): "No less than two always-ready instances can be configured per function
+  // or function group while zone redundancy is enabled" (docs/decisions.md, "Network isolation and zone redundancy").
+  test('a zone-redundant plan is given at least two always-ready instances: each parameters file as deployed, and fewer refused by name', async () => {
+    expect(await alwaysReadyGroups(parametersOf('dev'))).toEqual([]);
+    expect(envValue('prod', 'zoneRedundant')).toBe(true);
+    expect(await alwaysReadyGroups(parametersOf('prod'))).toEqual([{ name: 'http', instanceCount: envValue('prod', 'alwaysReady') }]);
+    for (const env of ENVIRONMENTS) if (envValue(env, 'zoneRedundant') === true) expect(envValue(env, 'alwaysReady')).toBeGreaterThanOrEqual(2);
+    for (const count of [0, 1])
+      await expect(alwaysReadyGroups({ ...parametersOf('prod'), alwaysReady: count })).rejects.toThrow(
+        new RegExp(`^alwaysReady is ${count}, but a zone-redundant Flex Consumption plan needs at least 2 always-ready instances`),
+      );
+    expect(await alwaysReadyGroups({ ...parametersOf('prod'), alwaysReady: 3 })).toEqual([{ name: 'http', instanceCount: 3 }]);
+    // Without zone redundancy any count from 0 is deployed as given.
+    expect(await alwaysReadyGroups({ ...parametersOf('prod'), zoneRedundant: false, alwaysReady: 1 })).toEqual([{ name: 'http', instanceCount: 1 }]);
+    expect(await alwaysReadyGroups({ ...parametersOf('dev'), alwaysReady: 0 })).toEqual([]);
   });
 
   test('the type check can fail: an unknown property, and a count written as text', () => {
@@ -1310,12 +1333,12 @@ describe('Flex Consumption scale: published types and the measured choice per en
       expect(envValue(env, 'alwaysReady')).toEqual(expect.any(Number));
     }
     // docs/decisions.md, "Instance size, concurrency and cost": both on one core, four at once (not the default 16);
-    // prod keeps one instance warm; dev scales to zero.
+    // prod keeps instances warm, two as its zone redundancy needs; dev scales to zero.
     expect(['dev', 'prod'].map((env) => [envValue(env, 'instanceMemoryMB'), envValue(env, 'perInstanceConcurrency')])).toEqual([
       [2048, 4],
       [2048, 4],
     ]);
-    expect([envValue('dev', 'alwaysReady'), envValue('prod', 'alwaysReady')]).toEqual([0, 1]);
+    expect([envValue('dev', 'alwaysReady'), envValue('prod', 'alwaysReady')]).toEqual([0, 2]);
   });
 });
 
@@ -1925,7 +1948,7 @@ describe('network isolation and zones (issue #34): published Azure types and the
     const first = address.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
     return [first, first + 2 ** (32 - Number(bits)) - 1];
   };
-  test("the subnets fit the network without overlapping: the app's /26 (Microsoft recommends /27 for one Flex Consumption app), the runners' /28, the endpoints' /27", () => {
+  test("the subnets fit the network without overlapping: the app's /26 (Microsoft: one Flex Consumption app may use up to 40 addresses), the runners' /28, the endpoints' /27", () => {
     const defaults = Object.fromEntries(
       ['vnetAddressPrefix', 'appSubnetPrefix', 'runnerSubnetPrefix', 'endpointSubnetPrefix'].map((name) => [
         name,
@@ -1944,6 +1967,10 @@ describe('network isolation and zones (issue #34): published Azure types and the
     for (const [i, a] of subnets.entries()) for (const b of subnets.slice(i + 1)) expect(a[1] < b[0] || b[1] < a[0]).toBe(true);
     // Each prefix is the start of its block (Azure refuses 10.40.0.70/28).
     for (const cidr of Object.values(defaults)) expect(block(cidr)[0] % 2 ** (32 - Number(cidr.split('/')[1]))).toBe(0);
+    // "a single function app might use up to 40 IP addresses" (Flex Consumption how-to), and "Azure reserves
+    // 5 IP addresses within each subnet" (Virtual Network FAQ): docs/decisions.md, "Network isolation".
+    const usable = (cidr: string) => block(cidr)[1] - block(cidr)[0] + 1 - 5;
+    expect(usable(defaults.appSubnetPrefix)).toBeGreaterThanOrEqual(40);
     expect(mainModule('network').params).toMatchObject({ runnerSubnetPrefix: new Expr('runnerSubnetPrefix'), githubBusinessId: new Expr('githubBusinessId') });
   });
 
@@ -1953,6 +1980,9 @@ describe('network isolation and zones (issue #34): published Azure types and the
       subnetId: new Expr("resourceId('Microsoft.Network/virtualNetworks/subnets', vnet.name, runnerSubnetName)"),
       businessId: new Expr('githubBusinessId'),
     });
+    // No tags of ours: a redeployment would replace the GitHubId tag GitHub's network configuration takes
+    // (docs/decisions.md, "GitHub's GitHubId tag is left to GitHub").
+    expect(Object.keys(settings).sort()).toEqual(['location', 'name', 'properties']);
     expect(readFileSync(join(INFRA, 'modules', 'network.bicep'), 'utf8')).toContain(
       "resource runnerNetworkSettings 'GitHub.Network/networkSettings@2024-04-02' = if (!empty(githubBusinessId)) {",
     );

@@ -33,6 +33,15 @@ describe('README.md: the first page anyone reads', () => {
     expect(block.split('\n').map((l) => l.replace(/\s+#.*$/, ''))).toEqual(['npm ci && npm start', 'npm test']);
   });
 
+  test('says what the service is before any command: the lines above its first command block', () => {
+    const opening = readme.slice(0, readme.indexOf('```'));
+    // What a reader who knows nothing needs first: what it is, for whom, and what it does with a batch.
+    expect(opening).toMatch(/\bAPI\b/);
+    expect(opening).toMatch(/\bpartners\b/);
+    expect(opening).toMatch(/\bdraw requests\b/);
+    expect(opening).toMatch(/\brecorded\b/);
+  });
+
   test.each([
     ['partners', 'docs/partners.md'],
     ['on-call', 'docs/runbook.md'],
