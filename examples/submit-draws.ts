@@ -458,6 +458,12 @@ class TokenError extends Error {}
 
 const RETRYABLE_STATUSES = new Set([502, 503, 504]);
 
+/** The request-level 400s about the key itself (docs/partners.md §5): this batch needs a new key. */
+export const KEY_REFUSALS: ReadonlySet<string> = new Set([
+  'this Idempotency-Key is bound to a different batch; send a new key with a new batch',
+  'this Idempotency-Key expired before this batch was recorded under it; send the batch with a new key',
+]);
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -823,7 +829,7 @@ export async function submitDraws(options: SubmitOptions): Promise<SubmitResult>
         : status === 500
           ? `a fault on the service's side: report the X-Request-Id, and retry later with --idempotency-key ${idempotencyKey}`
           : RETRYABLE_STATUSES.has(status)
-            ? `still failing after ${attempts} attempts: retry later with --idempotency-key ${idempotencyKey}`
+            ? `still failing after ${attempts} attempts: retry this same file later with --idempotency-key ${idempotencyKey} (it may have been recorded: under a new key, or changed under this one, it could be recorded twice)`
             : 'unexpected answer';
     return failed(`${status} ${response.statusText}: ${advice}`, { status, requestId, problem });
   }
@@ -865,9 +871,13 @@ export function formatOutcome(result: SubmitResult, batch?: Pick<DrawBatch, 'sou
           : `All ${count} draw requests were recorded as pending.`,
     );
   } else if (result.outcome === 'rejected') {
+    // docs/partners.md §5: what each 400 means for the key, and what to send next.
+    const keyDetail = result.requestErrors.map((e) => e.detail).find((d) => KEY_REFUSALS.has(d));
     const advice = result.elements.some((e) => e.status === 'rejected')
-      ? 'Fix the rejected rows and send the batch again (a new run sends a new Idempotency-Key).'
-      : 'Fix the request error above and send the batch again.';
+      ? 'Fix the rejected rows and send the corrected batch. This batch unchanged, under this Idempotency-Key, is answered this same 400 for 24 hours: to send it unchanged after the lender fixed its data, run again without --idempotency-key (a new key).'
+      : keyDetail !== undefined
+        ? 'Nothing was recorded under this key. Send the batch again without --idempotency-key (a new run sends a new key).'
+        : 'Fix the request error above and send the batch again.';
     lines.push(`Rejected: ${result.problem?.detail ?? 'the batch was rejected; nothing was recorded.'} ${advice}`);
   } else {
     if (result.problem?.detail) lines.push(`${result.problem.title ?? 'Error'}: ${result.problem.detail}`);

@@ -10,8 +10,9 @@
 import { app, type HttpHandler, type TimerHandler } from '@azure/functions';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { storageIdentity } from '../lib/identityOnFirstUse';
+import { DEFAULT_TIMEOUTS, TableStore } from '../lib/store';
 import { SHUTDOWN_FLUSH_MS, TelemetryStartError, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
-import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler, type DrawRequestDeps } from './drawRequest';
+import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
 import { KEY_HOUSEKEEPING_SCHEDULE, createHousekeepingHandler } from './keyHousekeeping';
 
 type Started = { handler: HttpHandler; housekeeping: TimerHandler; telemetry: Telemetry };
@@ -50,8 +51,14 @@ function createHandler(): Started {
   if (telemetry instanceof ConfigError) return misconfigured(telemetry);
   // Managed identity only when no connection string is used, loaded when the first storage call asks for a token.
   const credential = config.tables.endpoint !== undefined ? storageIdentity() : undefined;
-  const deps: DrawRequestDeps = createDependencies(config, { credential, telemetry });
-  return { handler: createDrawRequestHandler(deps), housekeeping: createHousekeepingHandler(deps.store, deps.now), telemetry };
+  // Housekeeping's storage calls are not recorded one by one (an hourly run removes a row per keyed batch
+  // of two days before): its run's line in the log says what it did (functions/keyHousekeeping.ts).
+  const housekeepingStore = new TableStore(config.tables, DEFAULT_TIMEOUTS, credential);
+  return {
+    handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })),
+    housekeeping: createHousekeepingHandler(housekeepingStore, () => new Date()),
+    telemetry,
+  };
 }
 
 const { handler, housekeeping, telemetry } = createHandler();

@@ -11,6 +11,7 @@ import {
   COMMIT_OUTCOME_UNKNOWN,
   KEY_OUTCOME_PENDING,
   MISCONFIGURED,
+  REFUSED_BEFORE,
   type BatchRecord,
   type DataQualityDimension,
   type DataQualityIssue,
@@ -126,7 +127,7 @@ export class InvocationOutcome {
     const lines = errors.map((e) => `index ${e.index ?? '-'} loan ${e.loanNumber ?? '-'} ${e.code} ${e.pointer ?? '-'}: ${e.detail}`);
     const again = refusedBy === undefined ? '' : ` (Idempotency-Key ${this.idempotencyKey}: the refusal of request ${refusedBy}, answered again)`;
     this.context.log(`DrawRequest rejected for partner ${this.partnerId}${again}: ${lines.join('; ')}`);
-    this.finish('Rejected', undefined, refusedBy, errors);
+    this.finish('Rejected', refusedBy === undefined ? undefined : REFUSED_BEFORE, refusedBy, errors);
     return badRequest(this.requestId, errors, this.batchSize);
   }
 

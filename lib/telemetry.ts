@@ -29,7 +29,7 @@ export interface BatchRecord {
   /**
    * Stable code of a 401/502/500 (ERR_AUTH_EXPIRED, ERR_STORAGE_TIMEOUT …, the error's name for a defect,
    * MISCONFIGURED for an instance with invalid settings, COMMIT_OUTCOME_UNKNOWN for a commit storage may
-   * have applied, KEY_OUTCOME_PENDING for a key's batch whose outcome is not known yet): the reason the caller is not told.
+   * have applied, KEY_OUTCOME_PENDING for a key's batch whose outcome is not known yet; REFUSED_BEFORE for a 400 answered again): the reason the caller is not told.
    */
   readonly reason?: string;
   /** The failing claim or storage operation; for a replay the request id that landed the batch; for MISCONFIGURED the settings' problems; for COMMIT_OUTCOME_UNKNOWN the operation, code and status. */
@@ -48,6 +48,11 @@ export const COMMIT_OUTCOME_UNKNOWN = 'CommitOutcomeUnknown';
  * may still land, so its outcome is not known yet (docs/contract.md §9).
  */
 export const KEY_OUTCOME_PENDING = 'KeyOutcomePending';
+/**
+ * The reason of a 400 answered again: the same batch was refused under the same key less than 24 hours ago
+ * (docs/contract.md §9); its reasonDetail is the request that was refused first.
+ */
+export const REFUSED_BEFORE = 'RefusedBefore';
 
 export type DataQualityIssue = 'LoanWithoutCredit' | 'PartnerWithoutId';
 

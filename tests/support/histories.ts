@@ -19,7 +19,7 @@ import { loadConfig, type Settings } from '../../lib/config';
 import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, REFUSAL_LIFETIME_MS, batchHash } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
 import { drawDay, type StoreTimeouts, type TableStore } from '../../lib/store';
-import type { BatchRecord } from '../../lib/telemetry';
+import { REFUSED_BEFORE, type BatchRecord } from '../../lib/telemetry';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
 import { startChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
 import { contractViolations } from './contract';
@@ -485,7 +485,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
       attempt.answeredAt = Date.now();
       const record = records.find((r) => r.requestId === reply.headers['x-request-id']);
       attempt.told = record === undefined ? undefined : [record.outcome, record.reason, record.reasonDetail].filter((t) => t !== undefined).join(' ');
-      if (record?.outcome === 'Rejected') attempt.refusedBy = record.reasonDetail;
+      if (record?.reason === REFUSED_BEFORE) attempt.refusedBy = record.reasonDetail;
     });
     inFlight.push(done);
     return { attempt, done };
@@ -673,7 +673,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     clockSpread: Math.max(...offsets) - Math.min(...offsets),
     loanWrites: servicer.writes,
     retriedAfterLoanChange: retriedAfterLoanChange(attempts, servicer),
-    refusalsAnsweredAgain: records.filter((r) => r.outcome === 'Rejected' && r.reasonDetail !== undefined).length,
+    refusalsAnsweredAgain: records.filter((r) => r.reason === REFUSED_BEFORE).length,
     housekeeping: housekeeper?.tally ?? { removed: 0, kept: 0 },
     takenOverAfterMemory: attempts.filter((a) => a.intent?.endsWith('|reuse') && a.reply !== undefined && isFresh204(a.reply)).length,
   };
