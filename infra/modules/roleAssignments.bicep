@@ -10,7 +10,7 @@
 // | Monitoring Metrics Publisher   | the Application Insights component      | telemetry ingestion with local auth off         |
 //
 // No role at resource-group or subscription scope, no management-plane role, no queue role (the app
-// has only an HTTP trigger). docs/deploy.md explains the choices.
+// has an HTTP trigger and a timer, whose schedule and lock are blobs). docs/deploy.md explains the choices.
 
 @description('Object id of the app\'s managed identity.')
 param principalId string

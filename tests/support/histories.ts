@@ -649,7 +649,12 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     }
     const reply = attempt.reply as Reply;
     const tag = `settling ${attempt.key} [${describeBatch(a.batch)}] answered ${summary(reply)}`;
-    const mine = recordedBefore.filter((g) => g.hash === a.hash);
+    // The batch recorded under the key, while the key remembers it (48 hours, contract §9).
+    const remembered = (requestId: string) => {
+      const by = attempts.find((b) => b.reply?.headers['x-request-id'] === requestId);
+      return by === undefined || clock.now().getTime() < clock.at(by.sentAt) + KEY_MEMORY_MS - spread;
+    };
+    const mine = recordedBefore.filter((g) => g.hash === a.hash && remembered(g.requestId));
     if (mine.length > 0 && !isReplay(reply))
       violations.push(`${tag}, but the batch was recorded under the key (request ${mine[0].requestId}): expected the replay`);
     if (mine.length === 0 && recordedBefore.length > 0 && reply.status === 204 && !reused.has(`${a.partnerId}|${a.key}`))
@@ -847,8 +852,13 @@ function checkHistory(
     }
     if (isReplay(reply) && recordedBatch(a).length === 0) say(a, 'a replay, but no batch is recorded under its key with its hash');
     if (a.key !== undefined) {
-      // A definitive answer under a key is never contradicted by what an attempt of that key does afterwards.
-      const recorded = recordedBatch(a);
+      // A definitive answer under a key is never contradicted by what an attempt of that key does afterwards,
+      // while the key remembers: 48 hours after a take it is forgotten (contract §9), and a batch recorded
+      // before that is no longer the key's (a partner reusing the key for the same batch then sends it anew).
+      const recorded = recordedBatch(a).filter((g) => {
+        const by = attemptOf.get(g.requestId);
+        return by === undefined || clockAt(a.answeredAt ?? a.sentAt) < clockAt(by.sentAt) + KEY_MEMORY_MS - spread;
+      });
       // A refusal stands for 24 hours (contract §9): an attempt judged after that is judged anew (attempts in
       // flight across the clock's steps too: their 24 hours pass in a moment here).
       const refusal = refusalOf(attempts, a) ?? a;
