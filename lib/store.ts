@@ -565,12 +565,17 @@ export class TableStore {
     return this.writeKeyRows('markRefused', partitionKey, [writeOver(row, read.own)]);
   }
 
-  /** One transaction on a key's rows, under the commit's bound; the answers of CHANGED are `changed`, not failures. */
-  private async writeKeyRows(operation: 'takeKey' | 'markRefused', partitionKey: string, actions: TransactionAction[]): Promise<KeyWriteResult> {
+  /** One transaction on a key's rows, under the commit's bound. */
+  private writeKeyRows(operation: 'takeKey' | 'markRefused', partitionKey: string, actions: TransactionAction[]): Promise<KeyWriteResult> {
     const spec: RoundSpec = { operation, tables: [this.keysTable], method: 'POST', expected: CHANGED, entity: { partitionKey } };
-    const result = await this.guard(spec, this.timeouts.commitMs, async (abortSignal) => {
+    return this.conditionalWrite(spec, (abortSignal) => this.keys.submitTransaction(actions, { abortSignal }));
+  }
+
+  /** A write conditional on what was read: the answers of CHANGED are `changed`, not failures. */
+  private async conditionalWrite(spec: RoundSpec, write: (signal: AbortSignal) => Promise<unknown>): Promise<KeyWriteResult> {
+    const result = await this.guard(spec, this.timeouts.commitMs, async (signal) => {
       try {
-        await this.keys.submitTransaction(actions, { abortSignal });
+        await write(signal);
         return true;
       } catch (error) {
         if (error instanceof RestError && CHANGED.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
@@ -587,8 +592,7 @@ export class TableStore {
    * from `continuation` when given; the scan is not on any request's path.
    */
   async oldKeyRows(before: Date, continuation?: string): Promise<StoreResult<{ readonly rows: readonly KeyRowRef[]; readonly continuation?: string }>> {
-    const at = before.toISOString();
-    const filter = odata`TakenAt lt ${new Date(at)} or RefusedAt lt ${new Date(at)}`;
+    const filter = odata`TakenAt lt ${before} or RefusedAt lt ${before}`;
     return this.guard(this.reads.listOldKeyRows, this.timeouts.readMs, async (signal) => {
       const pages = this.keys
         .listEntities<Record<string, unknown>>({ ...this.attempt(signal), queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } })
@@ -601,19 +605,9 @@ export class TableStore {
   }
 
   /** Removes one row of the key table if it is still as listed (its ETag): `changed` when it was written since. */
-  async removeKeyRow(row: KeyRowRef): Promise<KeyWriteResult> {
+  removeKeyRow(row: KeyRowRef): Promise<KeyWriteResult> {
     const spec: RoundSpec = { operation: 'removeKeyRow', tables: [this.keysTable], method: 'DELETE', expected: CHANGED, entity: row };
-    const result = await this.guard(spec, this.timeouts.commitMs, async (signal) => {
-      try {
-        await this.keys.deleteEntity(row.partitionKey, row.rowKey, { ...this.attempt(signal), etag: row.etag });
-        return true;
-      } catch (error) {
-        if (error instanceof RestError && CHANGED.has(`${error.statusCode} ${storageErrorCode(error)}`)) return false;
-        throw error;
-      }
-    });
-    if (!result.ok) return result;
-    return result.value ? { ok: true } : { ok: false, changed: true };
+    return this.conditionalWrite(spec, (signal) => this.keys.deleteEntity(row.partitionKey, row.rowKey, { ...this.attempt(signal), etag: row.etag }));
   }
 
   private drawEntity(row: DrawRow, context: CommitContext): TableEntity {
