@@ -1356,6 +1356,35 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
       expect(checked.stderr).toContain(`node scripts/githubSettings.cjs apply ${env}`);
     }
   });
+
+  const settings = (setup: Setup, ...args: string[]) =>
+    spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'githubSettings.cjs'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+
+  test("apply --runner-group (GitHub Enterprise Cloud) restricts the environment's runner group to deploy-environment.yml and stop-client.yml on main", () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      state.runnerGroups = { '77': { id: 77, name: 'drawreq-prod', restricted_to_workflows: false, selected_workflows: [] } };
+    });
+    const applied = settings(setup, 'apply', 'prod', '--reviewer-team', PROD_REVIEWERS, '--runner-group', '77');
+    expect(applied.stderr).toBe('');
+    expect(applied.status).toBe(0);
+    const group = (JSON.parse(readFileSync(setup.ghState, 'utf8')) as { runnerGroups: Record<string, unknown> }).runnerGroups['77'];
+    expect(group).toMatchObject({
+      restricted_to_workflows: true,
+      selected_workflows: [`${FULL_NAME}/.github/workflows/deploy-environment.yml@main`, `${FULL_NAME}/.github/workflows/stop-client.yml@main`],
+    });
+    expect(settings(setup, 'check', 'prod').status).toBe(0);
+  });
+
+  test('apply refuses what it cannot do: prod without its reviewer team, a runner group GitHub does not show (a plan without the restriction)', () => {
+    const setup = workspace();
+    const noTeam = settings(setup, 'apply', 'prod');
+    expect(noTeam.status).toBe(2);
+    expect(noTeam.stderr).toContain('infra/env/prod.pipeline.json asks for required reviewers in prod: give --reviewer-team <team id>');
+    const noGroup = settings(setup, 'apply', 'prod', '--reviewer-team', PROD_REVIEWERS, '--runner-group', '78');
+    expect(noGroup.status).not.toBe(0);
+    expect(noGroup.stderr).toContain('the runner group (an organization owner, on GitHub Enterprise Cloud)');
+  });
 });
 
 describe("closed storage: only the app and the environment's runners inside its network write the tables", () => {
