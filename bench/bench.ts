@@ -85,12 +85,14 @@ const serviceTables = (tag: string) => ({
   loansTable: `${tag}Loans`,
   drawsTable: `${tag}Draws`,
   idempotencyTable: `${tag}Keys`,
+  stoppedClientsTable: `${tag}Stops`,
 });
 const floorTables = (tag: string) => ({
   partnersTable: `${tag}FloorPartners`,
   loansTable: `${tag}FloorLoans`,
   drawsTable: `${tag}FloorDraws`,
   idempotencyTable: `${tag}FloorKeys`,
+  stoppedClientsTable: `${tag}FloorStops`,
 });
 
 interface Latency {

@@ -36,7 +36,7 @@ import { percentile } from './stats';
 const AUDIENCE = 'api://draw-request-day-partition';
 const CLIENT = 'day-partition-client';
 const PARTNER = 'PARTNER-DAY';
-const TABLES = { partnersTable: 'DayPartners', loansTable: 'DayLoans', drawsTable: 'DayDraws', idempotencyTable: 'DayKeys' };
+const TABLES = { partnersTable: 'DayPartners', loansTable: 'DayLoans', drawsTable: 'DayDraws', idempotencyTable: 'DayKeys', stoppedClientsTable: 'DayStops' };
 const BATCH = 100;
 /** Entity operations a batch of BATCH fresh loans costs today's partition: BATCH point reads, BATCH inserts. */
 const ENTITIES_PER_BATCH = 2 * BATCH;

@@ -374,7 +374,13 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
     pin(azurite.pid, 0); // storage answers alike for every size
     const received = ingestion; // what the exporter sent, read after each settled exchange
     const receivedBefore = beforeIngestion; // the package before #32 sends here
-    const tables = { partnersTable: 'SizesPartners', loansTable: 'SizesLoans', drawsTable: 'SizesDraws', idempotencyTable: 'SizesKeys' };
+    const tables = {
+      partnersTable: 'SizesPartners',
+      loansTable: 'SizesLoans',
+      drawsTable: 'SizesDraws',
+      idempotencyTable: 'SizesKeys',
+      stoppedClientsTable: 'SizesStops',
+    };
     await createTables(azurite.connectionString, tables);
     await putPartner(tableClient(azurite.connectionString, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
     const pool = new LoanPool(tableClient(azurite.connectionString, tables.loansTable), tableClient(azurite.connectionString, tables.drawsTable), PARTNER);

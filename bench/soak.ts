@@ -82,7 +82,13 @@ const OTHER_CLIENT = 'soak-other-app';
 const OTHER_PARTNER = 'PARTNER-SOAK-OTHER';
 const UNKNOWN_CLIENT = 'soak-unregistered-app';
 const AUDIENCE = 'api://draw-request-soak';
-const TABLES = { partnersTable: 'SoakPartners', loansTable: 'SoakLoans', drawsTable: 'SoakDraws', idempotencyTable: 'SoakKeys' };
+const TABLES = {
+  partnersTable: 'SoakPartners',
+  loansTable: 'SoakLoans',
+  drawsTable: 'SoakDraws',
+  idempotencyTable: 'SoakKeys',
+  stoppedClientsTable: 'SoakStops',
+};
 const CREDIT = 1000;
 const INVESTOR = 'INV-SOAK';
 const FOREIGN_LOANS = 20;

@@ -55,12 +55,14 @@ export function tableSettings(tables: TablesConfig): Record<string, string> {
     LOANS_TABLE: tables.loansTable,
     DRAWS_TABLE: tables.drawsTable,
     IDEMPOTENCY_TABLE: tables.idempotencyTable,
+    STOPPED_CLIENTS_TABLE: tables.stoppedClientsTable,
   };
 }
 
 export async function createTables(connectionString: string, tables: TablesConfig): Promise<void> {
   const service = TableServiceClient.fromConnectionString(connectionString, insecure);
-  for (const name of [tables.partnersTable, tables.loansTable, tables.drawsTable, tables.idempotencyTable]) await service.createTable(name);
+  for (const name of [tables.partnersTable, tables.loansTable, tables.drawsTable, tables.idempotencyTable, tables.stoppedClientsTable])
+    await service.createTable(name);
 }
 
 export function tableClient(connectionString: string, table: string): TableClient {
@@ -72,6 +74,11 @@ export async function putPartner(client: TableClient, partner: { clientId: strin
   if (partner.partnerId !== undefined) row.PartnerId = partner.partnerId;
   if (partner.active !== undefined) row.Active = partner.active;
   await client.upsertEntity(row, 'Replace');
+}
+
+/** On-call's stop of one client (docs/contract.md §3.3): a row in the stop list, as scripts/stopClient.sh inserts it. */
+export async function putStop(client: TableClient, clientId: string): Promise<void> {
+  await client.createEntity({ partitionKey: clientId, rowKey: '', StoppedAt: { value: new Date().toISOString(), type: 'DateTime' }, StopId: 'local' });
 }
 
 export async function putLoan(client: TableClient, loan: DemoLoan): Promise<void> {

@@ -1,7 +1,8 @@
 // Once per subscription and environment, by a person (docs/deploy.md, "Bootstrap"): the identities the
 // pipeline signs in as, with no secret anywhere. GitHub Actions presents an OpenID Connect token;
 // Microsoft Entra ID exchanges it for the identity's token because a federated credential, declared
-// here, names the repository and the GitHub environment (or the pull request) it comes from.
+// here, names the repository, main's ref, the one workflow file of main that may use the identity and,
+// for deploy and stop, the GitHub environment of its job.
 //
 //   az deployment sub create -l <region> -f infra/bootstrap.bicep \
 //     -p environmentName=<dev|prod> githubRepository=<owner>/<repo> \
@@ -100,13 +101,16 @@ resource lockRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
   }
 }
 
-// What a pull request's what-if may do: read, and ask for a what-if (with --validation-level
-// ProviderNoRbac, which checks read permissions only); never write.
+// What the plan identity's what-if may do: read the resources, and ask for a what-if (with
+// --validation-level ProviderNoRbac, which checks read permissions only); never write, and never read
+// data: */read would include the workspace's and the component's queries (Microsoft: for workspaces it
+// "allows full unrestricted permissions to read the workspace settings and query data"), their data
+// APIs and keys, so those reads are taken out by name (docs/decisions.md, "Identities").
 resource whatIfRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
   name: guid(subscription().id, appName, 'what-if')
   properties: {
     roleName: 'Draw Request Service what-if (${subscription().subscriptionId})'
-    description: 'Preview a deployment of infra/main.bicep; no write'
+    description: 'Preview a deployment of infra/main.bicep; no write, no telemetry data'
     type: 'CustomRole'
     permissions: [
       {
@@ -115,7 +119,102 @@ resource whatIfRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
           'Microsoft.Resources/deployments/whatIf/action'
           'Microsoft.Resources/deployments/validate/action'
         ]
+        notActions: [
+          'Microsoft.OperationalInsights/workspaces/query/read'
+          'Microsoft.OperationalInsights/workspaces/query/*/read'
+          'Microsoft.OperationalInsights/workspaces/tables/query/read'
+          'Microsoft.OperationalInsights/workspaces/sharedKeys/read'
+          'Microsoft.Insights/components/query/read'
+          'Microsoft.Insights/components/api/read'
+          'Microsoft.Insights/components/events/read'
+          'Microsoft.Insights/components/extendQueries/read'
+          'Microsoft.Insights/components/apiKeys/read'
+          'Microsoft.Insights/components/getToken/read'
+          'Microsoft.Insights/generateLiveToken/read'
+          'Microsoft.Insights/logs/read'
+          'Microsoft.Insights/logs/*/read'
+        ]
+        dataActions: []
+      }
+    ]
+    assignableScopes: [
+      subscriptionScope
+    ]
+  }
+}
+
+// What the stop identity may do to the stop list (main.bicep assigns it on that one table, which does not
+// exist yet): Insert Entity, whose data action is this one alone (Microsoft, "Permissions for calling data
+// operations"); no read, no merge, replace or delete of a row, no table operation. Lifting a stop is the
+// deployment's (docs/deploy.md). main.bicep names this role by the same expression.
+resource stopRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, appName, 'stop-list')
+  properties: {
+    roleName: 'Draw Request Service stop-list insert (${subscription().subscriptionId})'
+    description: 'Insert a row into the stop list; nothing else'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: []
         notActions: []
+        dataActions: [
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/add/action'
+        ]
+        notDataActions: []
+      }
+    ]
+    assignableScopes: [
+      subscriptionScope
+    ]
+  }
+}
+
+// What the app's identity may do to the draws of record (main.bicep assigns it on DrawRequests): read and
+// insert (a transaction's inserts are authorized one by one); never change or delete a row, or a table,
+// which Storage Table Data Contributor would allow. main.bicep names it by the same expression.
+resource recordsRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, appName, 'records')
+  properties: {
+    roleName: 'Draw Request Service records (${subscription().subscriptionId})'
+    description: 'Read and insert table rows; no change, no delete'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: []
+        notActions: []
+        dataActions: [
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/read'
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/add/action'
+        ]
+        notDataActions: []
+      }
+    ]
+    assignableScopes: [
+      subscriptionScope
+    ]
+  }
+}
+
+// What the app's identity may do to the Idempotency-Key rows (main.bicep assigns it on IdempotencyKeys):
+// read, insert, replace a row taken over (Update Entity, matching its ETag), and remove a row its hourly
+// housekeeping judged old (Delete Entity, matching its ETag; docs/contract.md §4.1); never a table.
+resource keysRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, appName, 'key-records')
+  properties: {
+    roleName: 'Draw Request Service key records (${subscription().subscriptionId})'
+    description: 'Read, insert, replace and delete table rows; no table'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: []
+        notActions: []
+        dataActions: [
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/read'
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/add/action'
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/update/action'
+          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/delete'
+        ]
+        notDataActions: []
       }
     ]
     assignableScopes: [
@@ -137,6 +236,9 @@ module identities 'modules/pipelineIdentities.bicep' = {
     environmentName: environmentName
     lockRoleId: lockRole.name
     whatIfRoleId: whatIfRole.name
+    stopRoleId: stopRole.name
+    recordsRoleId: recordsRole.name
+    keysRoleId: keysRole.name
   }
 }
 
@@ -157,7 +259,7 @@ resource deployGraphPermissions 'Microsoft.Graph/appRoleAssignedTo@v1.0' = [
 @description('infra/env/<env>.pipeline.json deployClientId: the deploying identity (it signs in the pipeline\'s deploy jobs).')
 output deployClientId string = identities.outputs.deployClientId
 
-@description('infra/env/<env>.pipeline.json planClientId: the what-if identity of pull requests.')
+@description('infra/env/<env>.pipeline.json planClientId: the what-if identity (the what-if job of deploy.yml on main).')
 output planClientId string = identities.outputs.planClientId
 
 @description('infra/env/<env>.pipeline.json deployPrincipalId: object id of the deploying identity.')
@@ -166,12 +268,12 @@ output deployPrincipalId string = identities.outputs.deployPrincipalId
 @description('infra/env/<env>.pipeline.json stopClientId: the stop identity (the stop-client workflow signs in as it).')
 output stopClientId string = identities.outputs.stopClientId
 
-@description('infra/env/<env>.pipeline.json stopPrincipalId: object id of the stop identity (the deployment grants it the Partners table).')
+@description('infra/env/<env>.pipeline.json stopPrincipalId: object id of the stop identity (the deployment grants it the stop list and a read of the Partners table).')
 output stopPrincipalId string = identities.outputs.stopPrincipalId
 
 // The account main.bicep creates in this group: the same expression, over the same group id
 // (resourceGroup().id there is group.id here), so that the stop-client workflow, whose identity may read
-// nothing but the Partners table, knows where that table is. scripts/deploy.sh checks it against the
+// nothing but the Partners table, knows where the tables are. scripts/deploy.sh checks it against the
 // deployment's output.
 @description('infra/env/<env>.pipeline.json storageAccountName: the storage account main.bicep names in the group.')
 output storageAccountName string = take(toLower('st${replace(appName, '-', '')}${environmentName}${take(uniqueString(group.id), 6)}'), 24)

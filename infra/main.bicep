@@ -142,7 +142,7 @@ param authAlgorithms array = [
 
 // ---------------------------------------------------------------- partners (docs/deploy.md, "3. Partners as data")
 
-@description('Partners of this environment: [{ partnerId, clientAppId, active? }]. Each client application is granted the app role, and its Partners row is written by the deployment.')
+@description('Partners of this environment: [{ partnerId, clientAppId, active?, liftStop? }]. Each client application is granted the app role, and its Partners row is written by the deployment; liftStop names the stop (its StopId) the deployment removes from the stop list.')
 param partners array = []
 
 @description('Object id of the identity that deploys; it may write the Partners table. Empty: no such grant (the rows are then written by someone who may).')
@@ -155,7 +155,7 @@ param partnerWriterPrincipalId string = ''
 ])
 param partnerWriterPrincipalType string = 'ServicePrincipal'
 
-@description('Object id of the stop identity (infra/bootstrap.bicep\'s stopPrincipalId, set by scripts/deploy.sh): the stop-client workflow signs in as it to set one Partners row inactive; it may write the Partners table and nothing else. Empty: no such grant.')
+@description('Object id of the stop identity (infra/bootstrap.bicep\'s stopPrincipalId, set by scripts/deploy.sh): the stop-client workflow signs in as it to put one client on the stop list; it may insert into that table and read the Partners table, nothing else. Empty: no such grant.')
 param stopPrincipalId string = ''
 
 @description('PartnerId of the smoke identity: a reserved partner that owns no loan (docs/contract.md §4.5).')
@@ -178,6 +178,9 @@ param drawsTableName string = 'DrawRequests'
 
 @description('IDEMPOTENCY_TABLE')
 param idempotencyTableName string = 'IdempotencyKeys'
+
+@description('STOPPED_CLIENTS_TABLE: the stop list (docs/contract.md §3.3).')
+param stoppedClientsTableName string = 'StoppedClients'
 
 // ---------------------------------------------------------------- rules and telemetry
 
@@ -279,6 +282,7 @@ var tableNames = [
   loansTableName
   drawsTableName
   idempotencyTableName
+  stoppedClientsTableName
 ]
 // The service's per-invocation event (lib/telemetry.ts EVENT_NAME), which the alerts query.
 var eventName = 'DrawRequestBatch'
@@ -408,7 +412,11 @@ module roleAssignments 'modules/roleAssignments.bicep' = {
     loansTableName: loansTableName
     drawsTableName: drawsTableName
     idempotencyTableName: idempotencyTableName
+    stoppedClientsTableName: stoppedClientsTableName
     appInsightsName: monitoring.outputs.appInsightsName
+    // The bootstrap's records and key records roles (infra/bootstrap.bicep): the same expressions over the same subscription.
+    recordsRoleId: guid(subscription().id, appName, 'records')
+    keysRoleId: guid(subscription().id, appName, 'key-records')
   }
 }
 
@@ -418,6 +426,8 @@ module onCallAccess 'modules/onCallAccess.bicep' = if (!empty(onCallGroupObjectI
     groupObjectId: onCallGroupObjectId
     storageAccountName: storage.outputs.name
     partnersTableName: partnersTableName
+    drawsTableName: drawsTableName
+    stoppedClientsTableName: stoppedClientsTableName
     workspaceName: monitoring.outputs.workspaceName
     appInsightsName: monitoring.outputs.appInsightsName
     workbookName: workbook.outputs.name
@@ -446,18 +456,21 @@ module partnersWriter 'modules/partnersWriter.bicep' = if (!empty(partnerWriterP
     principalType: partnerWriterPrincipalType
     storageAccountName: storage.outputs.name
     partnersTableName: partnersTableName
+    stoppedClientsTableName: stoppedClientsTableName
   }
 }
 
-// On-call's emergency stop (docs/runbook.md, "Stop one client"): the stop identity's one role.
-module partnersStopper 'modules/partnersWriter.bicep' = if (!empty(stopPrincipalId)) {
-  name: 'partnersStopper'
+// On-call's emergency stop (docs/runbook.md, "Stop one client"): the stop identity may insert into the
+// stop list and read the Partners table, nothing else. Its insert-only role is the bootstrap's custom
+// role, whose id is the same expression over the same subscription (infra/bootstrap.bicep, stopRole).
+module stopAccess 'modules/stopAccess.bicep' = if (!empty(stopPrincipalId)) {
+  name: 'stopAccess'
   params: {
     principalId: stopPrincipalId
-    principalType: 'ServicePrincipal'
+    stopRoleId: guid(subscription().id, appName, 'stop-list')
     storageAccountName: storage.outputs.name
     partnersTableName: partnersTableName
-    purpose: 'The stop-client workflow sets one client\'s Partners row inactive'
+    stoppedClientsTableName: stoppedClientsTableName
   }
 }
 
@@ -492,6 +505,7 @@ module functionApp 'modules/functionApp.bicep' = {
     loansTableName: loansTableName
     drawsTableName: drawsTableName
     idempotencyTableName: idempotencyTableName
+    stoppedClientsTableName: stoppedClientsTableName
     drawDayTimeZone: drawDayTimeZone
     maxBatchSize: maxBatchSize
     telemetrySamplingPercentage: telemetrySamplingPercentage
@@ -548,6 +562,9 @@ output runnerNetworkSettingsName string = networkIsolated ? network.outputs.runn
 
 @description('The Partners table (the deployment writes its rows).')
 output partnersTableName string = partnersTableName
+
+@description('The stop list (the deployment removes the stops the parameters file lifts).')
+output stoppedClientsTableName string = stoppedClientsTableName
 
 @description('Table endpoint (TABLES_ENDPOINT).')
 output tablesEndpoint string = storage.outputs.tableEndpoint

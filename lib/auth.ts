@@ -64,6 +64,7 @@ export type UnauthorizedCode =
   | 'ERR_AUTH_NO_CLIENT' // no usable client id claim
   | 'ERR_AUTH_UNKNOWN_CLIENT' // client not in Partners
   | 'ERR_AUTH_INACTIVE_CLIENT'
+  | 'ERR_AUTH_STOPPED_CLIENT' // on the stop list (StoppedClients): on-call's emergency stop
   | 'ERR_AUTH_PARTNER_UNNAMED'; // Partners row without PartnerId: a data problem, fail closed
 
 export type IdentityProviderFailureCode = 'ERR_IDP_METADATA' | 'ERR_IDP_JWKS';

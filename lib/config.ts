@@ -22,6 +22,7 @@ export const SETTING_NAMES = [
   'LOANS_TABLE',
   'DRAWS_TABLE',
   'IDEMPOTENCY_TABLE',
+  'STOPPED_CLIENTS_TABLE',
   'DRAW_DAY_TIMEZONE',
   'MAX_BATCH_SIZE',
   'APPLICATIONINSIGHTS_CONNECTION_STRING',
@@ -53,6 +54,8 @@ export interface TablesConfig {
   readonly drawsTable: string;
   /** Idempotency-Key records: which batch each partner's key named, per day. */
   readonly idempotencyTable: string;
+  /** The stop list: a row here refuses that client, whatever its Partners row says (docs/contract.md §3.3). */
+  readonly stoppedClientsTable: string;
 }
 
 export interface Config {
@@ -216,6 +219,7 @@ export function loadConfig(env: Settings = process.env): Config {
   const loansTable = tableName('LOANS_TABLE', 'Loans');
   const drawsTable = tableName('DRAWS_TABLE', 'DrawRequests');
   const idempotencyTable = tableName('IDEMPOTENCY_TABLE', 'IdempotencyKeys');
+  const stoppedClientsTable = tableName('STOPPED_CLIENTS_TABLE', 'StoppedClients');
 
   // --- rules ---
   const drawDayTimeZone = get('DRAW_DAY_TIMEZONE') ?? 'UTC';
@@ -247,7 +251,7 @@ export function loadConfig(env: Settings = process.env): Config {
       clockToleranceSeconds,
       algorithms,
     },
-    tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable, idempotencyTable },
+    tables: { endpoint, connectionString, partnersTable, loansTable, drawsTable, idempotencyTable, stoppedClientsTable },
     drawDayTimeZone,
     maxBatchSize,
     telemetry,

@@ -1,9 +1,9 @@
 /**
- * Calling client id → registered, active partner id (docs/contract.md §3), cached per instance for at
- * most five minutes. A storage failure is a dependency failure (502), never a refusal (401).
+ * Calling client id → registered, active partner id, not on the stop list (docs/contract.md §3), cached
+ * per instance for at most five minutes. A storage failure is a dependency failure (502), never a refusal (401).
  */
 import type { UnauthorizedCode } from './auth';
-import type { PartnerRecord, StorageFailure, StoreResult } from './store';
+import type { PartnerLookup, StorageFailure, StoreResult } from './store';
 
 export const PARTNER_CACHE_TTL_MS = 5 * 60 * 1000;
 const MAX_CACHED_PARTNERS = 10_000;
@@ -14,7 +14,7 @@ export type PartnerResult =
   | { readonly ok: false; readonly failure: StorageFailure };
 
 export interface PartnerSource {
-  readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>>;
+  readPartner(clientId: string): Promise<StoreResult<PartnerLookup>>;
 }
 
 export class PartnerDirectory {
@@ -55,9 +55,11 @@ export class PartnerDirectory {
   private async lookup(clientId: string): Promise<PartnerResult> {
     const read = await this.source.readPartner(clientId);
     if (!read.ok) return { ok: false, failure: read.failure }; // not cached: the next request asks again
-    const row = read.value;
-    const result: PartnerResult =
-      row === undefined
+    const { partner: row, stopped } = read.value;
+    // The stop list first: on-call's stop holds whatever the Partners row says (docs/contract.md §3.3).
+    const result: PartnerResult = stopped
+      ? { ok: false, refused: 'ERR_AUTH_STOPPED_CLIENT' }
+      : row === undefined
         ? { ok: false, refused: 'ERR_AUTH_UNKNOWN_CLIENT' }
         : !row.active
           ? { ok: false, refused: 'ERR_AUTH_INACTIVE_CLIENT' }

@@ -47,6 +47,14 @@ export interface PartnerRecord {
   readonly active: boolean;
 }
 
+/** What the partner lookup reads of one client: its Partners row, and whether it is on the stop list. */
+export interface PartnerLookup {
+  /** Undefined when the client has no Partners row. */
+  readonly partner?: PartnerRecord;
+  /** A StoppedClients row exists for the client (docs/contract.md §3.3): refused whatever its row says. */
+  readonly stopped: boolean;
+}
+
 export interface BatchState {
   /** Loans that exist, by loan number (decimal string). */
   readonly loans: ReadonlyMap<string, Loan>;
@@ -357,6 +365,7 @@ function priorDraw(row: Record<string, unknown>): PriorDraw {
 
 export class TableStore {
   private readonly partners: TableClient;
+  private readonly stops: TableClient;
   private readonly loans: TableClient;
   private readonly draws: TableClient;
   private readonly drawsCommit: TableClient;
@@ -384,7 +393,7 @@ export class TableStore {
     const agent = storageAgent(account);
     const read = (operation: keyof TableStore['reads'], ...tables: string[]): RoundSpec => ({ operation, tables, method: 'GET' });
     this.reads = {
-      readPartner: read('readPartner', config.partnersTable),
+      readPartner: read('readPartner', config.partnersTable, config.stoppedClientsTable),
       readBatchState: read('readBatchState', config.loansTable, config.drawsTable),
       readDraws: read('readDraws', config.drawsTable),
       readKeyRecord: read('readKeyRecord', config.idempotencyTable),
@@ -410,19 +419,23 @@ export class TableStore {
       return made;
     };
     this.partners = client(config.partnersTable, retrying);
+    this.stops = client(config.stoppedClientsTable, retrying);
     this.loans = client(config.loansTable, retrying);
     this.draws = client(config.drawsTable, retrying);
     this.drawsCommit = client(config.drawsTable, once);
     this.keys = client(config.idempotencyTable, retrying);
   }
 
-  /** Point read of one Partners row; undefined when the client is not registered. */
-  async readPartner(clientId: string): Promise<StoreResult<PartnerRecord | undefined>> {
+  /** Point reads of one client's Partners row and its stop-list row, in parallel: one round. */
+  async readPartner(clientId: string): Promise<StoreResult<PartnerLookup>> {
     return this.guard(this.reads.readPartner, this.timeouts.readMs, async (signal) => {
-      const row = await this.pointRead(signal, this.partners, clientId, '', ['PartnerId', 'Active']);
-      if (row === undefined) return undefined;
+      const [row, stop] = await Promise.all([
+        this.pointRead(signal, this.partners, clientId, '', ['PartnerId', 'Active']),
+        this.pointRead(signal, this.stops, clientId, '', ['PartitionKey']),
+      ]);
       // Absent means active; any value other than true (a string "false", 0 …) fails closed.
-      return { partnerId: asString(row.PartnerId), active: row.Active === undefined || row.Active === true };
+      const partner = row === undefined ? undefined : { partnerId: asString(row.PartnerId), active: row.Active === undefined || row.Active === true };
+      return { partner, stopped: stop !== undefined };
     });
   }
 

@@ -4,7 +4,8 @@
 #
 #   what-if   preview infra/main.bicep with infra/env/<env>.parameters.json (in the job summary on GitHub)
 #   infra     deploy it (Azure resources and the Entra application, service principal and role grants)
-#   partners  write the Partners row of each partner the parameters file lists (from the deployment's output)
+#   partners  write the Partners row of each partner the parameters file lists (from the deployment's output),
+#             and remove from the stop list each stop an entry lifts (its liftStop names the stop)
 #   code      deploy the package (the zip `npm run package` builds, or --package <zip>)
 #   smoke     POST /DrawRequest without a token must answer 401; with the smoke identity's token, the
 #             400 only the deployed tenant, audience, Partners row and tables give (scripts/smokeCheck.cjs)
@@ -15,7 +16,7 @@
 #   --what-if     the preview only        --infra-only  what-if, infra, partners
 #   --code-only   code, smoke             --step <name> exactly the steps named, in the order above
 #   --package     deploy this zip instead of building one (the pipeline's artifact, or a rollback)
-#   --plan        what-if with read permissions only (--validation-level ProviderNoRbac): pull requests
+#   --plan        what-if with read permissions only (--validation-level ProviderNoRbac): the plan identity's
 #
 # Closed storage (networkIsolated, storagePublicAccess false) answers only inside the environment's
 # network: the partners step then works only there, as the pipeline runs it (its deploy job on the
@@ -93,8 +94,9 @@ fi
 # writes its Partners row (a reserved partner that owns no loan), whoever runs this script.
 target="$(bash scripts/target.sh "$env" 2>/dev/null || true)"
 smoke_client="${SMOKE_CLIENT_ID:-$(sed -n 's/^deployClientId=//p' <<<"$target")}"
-# The stop identity (the stop-client workflow's) is granted the Partners table, and the account that
-# workflow writes is the bootstrap's storageAccountName: both from the pipeline file when it is filled in.
+# The stop identity (the stop-client workflow's) is granted the stop list and a read of the Partners table,
+# and the account that workflow writes is the bootstrap's storageAccountName: both from the pipeline file
+# when it is filled in.
 stop_principal="$(sed -n 's/^stopPrincipalId=//p' <<<"$target")"
 stop_account="$(sed -n 's/^storageAccountName=//p' <<<"$target")"
 
@@ -182,11 +184,15 @@ output() {
 if runs partners; then
   account="$(output storageAccountName)"
   table="$(output partnersTableName)"
-  # to_string: the CLI's tsv writes booleans as True/False; the table wants true/false.
-  rows="$(output partnerRows "[].[clientId, partnerId, to_string(active)]")"
+  stops="$(output stoppedClientsTableName)"
+  # to_string: the CLI's tsv writes booleans as True/False; the table wants true/false. liftStop last: empty
+  # for most entries.
+  rows="$(output partnerRows "[].[clientId, partnerId, to_string(active), liftStop]")"
   count=0
-  while IFS=$'\t' read -r client partner active; do
+  lifts=()
+  while IFS=$'\t' read -r client partner active lift; do
     [ -n "$client" ] || continue
+    [ -z "${lift:-}" ] || lifts+=("${client} ${lift}")
     if ! az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
       --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none; then
       echo "Partners row of ${partner} not written" >&2
@@ -201,6 +207,35 @@ if runs partners; then
     count=$((count + 1))
   done <<<"$rows"
   echo "partners written: $count"
+  # A lifted stop is removed only if it is still the stop the reviewed change names (its StopId): a client
+  # stopped again since keeps its new stop. The delete matches the row's ETag as read.
+  for lifted in ${lifts[@]+"${lifts[@]}"}; do
+    client="${lifted%% *}"
+    lift="${lifted#* }"
+    if ! stop="$(az storage entity show --auth-mode login --account-name "$account" --table-name "$stops" \
+      --partition-key "$client" --row-key "" --query "[StopId, etag]" --output tsv 2>&1)"; then
+      case "$stop" in
+        *ResourceNotFound*)
+          echo "stop ${lift} of client ${client}: not on the stop list (lifted already)"
+          continue
+          ;;
+      esac
+      echo "the stop list row of ${client} could not be read: ${stop}" >&2
+      exit 1
+    fi
+    # tsv prints a list's items one per line: the stop's id, then its ETag.
+    {
+      read -r stop_id
+      read -r etag
+    } <<<"$stop"
+    if [ "$stop_id" != "$lift" ]; then
+      echo "client ${client} stays stopped: its stop is ${stop_id}, not ${lift} (stopped again since the change that lifts ${lift})"
+      continue
+    fi
+    az storage entity delete --auth-mode login --account-name "$account" --table-name "$stops" \
+      --partition-key "$client" --row-key "" --if-match "$etag" --output none
+    echo "stop ${lift} of client ${client} lifted"
+  done
   # The stop-client workflow cannot read the deployment (its identity may read the Partners table only):
   # it writes the account the pipeline file names, which must be this one.
   if [ -n "$stop_account" ] && [ "$stop_account" != "$account" ]; then

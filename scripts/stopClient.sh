@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# On-call's emergency stop of one client (docs/runbook.md, "Stop one client"): sets the client's Partners
-# row inactive, so the service refuses its tokens (401 ERR_AUTH_INACTIVE_CLIENT) within 5 minutes, tokens
-# already issued included. Run by the stop-client workflow (.github/workflows/stop-client.yml) as the
-# environment's stop identity, on the environment's runner: inside its network when its storage is closed.
+# On-call's emergency stop of one client (docs/runbook.md, "Stop one client"): puts the client on the
+# stop list (StoppedClients), so the service refuses its tokens (401 ERR_AUTH_STOPPED_CLIENT) within 5
+# minutes, tokens already issued included, whatever its Partners row says. Run by the stop-client workflow
+# (.github/workflows/stop-client.yml) as the environment's stop identity, on the environment's runner:
+# inside its network when its storage is closed.
 #
-# It only ever writes Active=false: never true, never a delete, never a new row. A client id that is not
-# a GUID is refused before any Azure call; one with no Partners row is refused and nothing is written. The
-# merge carries If-Match: *, which Table storage applies to an existing row only: it never creates one
-# (without it, a merge may be an Insert Or Merge).
-# The account is the pipeline file's storageAccountName: the stop identity may read the Partners table
-# and nothing else, so it cannot ask Azure where the table is.
+# It only ever inserts one stop-list row: the stop identity may do nothing else (it may read the Partners
+# table, insert into the stop list, and no more: no merge, replace or delete of any row, no table
+# operation). A client id that is not a GUID is refused before any Azure call; one with no Partners row is
+# refused and nothing is written. A client already stopped stays as it is. Lifting a stop is a reviewed
+# change of the parameters file, through the deployment (docs/deploy.md, section 7), never this script.
+# The account is the pipeline file's storageAccountName: the stop identity cannot ask Azure where it is.
 #
 # Usage: scripts/stopClient.sh <dev|prod> <client application id>
 set -euo pipefail
@@ -32,57 +33,66 @@ client="${client,,}"
 here="$(dirname "$0")"
 target="$(bash "$here/target.sh" "$env")"
 account="$(sed -n 's/^storageAccountName=//p' <<<"$target")"
-# The table's name and the runner group, from the environment's files (for the messages below).
-read -r table group < <(node -e '
+# The tables' names and the runner group, from the environment's files (for the messages below).
+read -r partners stops group < <(node -e '
   const fs = require("node:fs");
   const [parametersFile, pipelineFile] = process.argv.slice(1);
   const p = JSON.parse(fs.readFileSync(parametersFile, "utf8")).parameters;
+  const name = (parameter, fallback) => (p[parameter] === undefined ? fallback : p[parameter].value);
   const group = JSON.parse(fs.readFileSync(pipelineFile, "utf8")).privateRunnerGroup || "-";
-  console.log(`${p.partnersTableName === undefined ? "Partners" : p.partnersTableName.value} ${group}`);
+  console.log(`${name("partnersTableName", "Partners")} ${name("stoppedClientsTableName", "StoppedClients")} ${group}`);
 ' "$here/../infra/env/${env}.parameters.json" "$here/../infra/env/${env}.pipeline.json")
 
-echo "stopping client ${client} in ${env}: ${account}, table ${table}"
+echo "stopping client ${client} in ${env}: ${account}, table ${stops}"
 error="$(mktemp)"
 trap 'rm -f "$error"' EXIT
-if ! row="$(az storage entity show --auth-mode login --account-name "$account" --table-name "$table" \
-  --partition-key "$client" --row-key "" --output json 2>"$error")"; then
-  if grep -q 'ResourceNotFound' "$error"; then
-    echo "refused, nothing changed: ERR_STOP_NO_ROW: client ${client} has no Partners row in ${env}: it is no partner's client here (check the id and the environment); no row is created" >&2
-    exit 1
-  fi
+explain() {
   cat "$error" >&2
-  echo "the Partners row of ${client} could not be read; nothing changed" >&2
   if grep -q 'AuthorizationFailure' "$error"; then
     if [ "$group" != "-" ]; then
       echo "  ${account} answers only inside ${env}'s network: run the stop-client workflow, whose job runs on the runner group ${group} (privateRunnerGroup of infra/env/${env}.pipeline.json)" >&2
-    else
-      echo "  is the stop identity granted the Partners table (the deployment grants stopPrincipalId of infra/env/${env}.pipeline.json)?" >&2
     fi
+  elif grep -q 'AuthorizationPermissionMismatch' "$error"; then
+    echo "  is this the stop identity, granted the stop list and a read of the Partners table (the deployment grants stopPrincipalId of infra/env/${env}.pipeline.json)?" >&2
   fi
+}
+if ! row="$(az storage entity show --auth-mode login --account-name "$account" --table-name "$partners" \
+  --partition-key "$client" --row-key "" --output json 2>"$error")"; then
+  if grep -q 'ResourceNotFound' "$error"; then
+    echo "refused, nothing changed: ERR_STOP_NO_ROW: client ${client} has no Partners row in ${env}: it is no partner's client here (check the id and the environment); nothing is written" >&2
+    exit 1
+  fi
+  explain
+  echo "the Partners row of ${client} could not be read; nothing changed" >&2
   exit 1
 fi
 # The partner id last: it may hold spaces.
-read -r active partner < <(node -e '
-  const row = JSON.parse(process.argv[1]);
-  console.log(`${row.Active ?? "-"} ${row.PartnerId ?? "-"}`);
-' "$row")
+partner="$(node -e 'console.log(JSON.parse(process.argv[1]).PartnerId ?? "-")' "$row")"
 
-if ! az storage entity merge --auth-mode login --account-name "$account" --table-name "$table" --if-match '*' \
-  --entity PartitionKey="$client" RowKey="" Active=false Active@odata.type=Edm.Boolean --output none; then
-  echo "the Partners row of ${client} was not changed (removed since it was read, or refused): nothing is created; see the error above" >&2
+# Who stopped it, for the lift: the workflow run, or a person's local run.
+stop_id="${GITHUB_RUN_ID:-local-$(date -u +%Y%m%d%H%M%S)}"
+if ! az storage entity insert --auth-mode login --account-name "$account" --table-name "$stops" --if-exists fail \
+  --entity PartitionKey="$client" RowKey="" StopId="$stop_id" StoppedBy="${GITHUB_ACTOR:-${USER:-unknown}}" \
+  StoppedAt="$(date -u +%Y-%m-%dT%H:%M:%SZ)" StoppedAt@odata.type=Edm.DateTime --output none 2>"$error"; then
+  if grep -q 'EntityAlreadyExists' "$error"; then
+    echo "already stopped: client ${client} (partner ${partner}) is on the stop list of ${env}; nothing changed"
+    exit 0
+  fi
+  explain
+  echo "client ${client} was not stopped; nothing changed" >&2
   exit 1
 fi
 
-echo "stopped: client ${client} (partner ${partner}) in ${env}: Active ${active} -> false"
-echo "  its tokens are refused (401 ERR_AUTH_INACTIVE_CLIENT) within 5 minutes, tokens already issued included"
-echo "now commit \"active\": false for client ${client} in infra/env/${env}.parameters.json,"
-echo "or the next deployment writes the row back as the file has it (docs/deploy.md, section 7)"
+echo "stopped: client ${client} (partner ${partner}) in ${env}: on the stop list as stop ${stop_id}"
+echo "  its tokens are refused (401 ERR_AUTH_STOPPED_CLIENT) within 5 minutes, tokens already issued included"
+echo "  a deployment does not undo it; to lift it, a reviewed change adds \"liftStop\": \"${stop_id}\""
+echo "  to client ${client}'s entry in infra/env/${env}.parameters.json (docs/deploy.md, section 7)"
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   {
     echo "### Client ${client} stopped in ${env}"
     echo
-    echo "Partner \`${partner}\`: \`Active\` ${active} → false in \`${account}\`/\`${table}\`. Its tokens are refused within 5 minutes."
+    echo "Partner \`${partner}\`: on the stop list of \`${account}\`/\`${stops}\` as stop \`${stop_id}\`. Its tokens are refused within 5 minutes."
     echo
-    echo "**Now** commit \`\"active\": false\` for this client in \`infra/env/${env}.parameters.json\`, or the next deployment writes the row back."
+    echo "A deployment does not undo it. **To lift it**, a reviewed change adds \`\"liftStop\": \"${stop_id}\"\` to this client's entry in \`infra/env/${env}.parameters.json\`."
   } >>"$GITHUB_STEP_SUMMARY"
 fi

@@ -4,7 +4,7 @@
 // `partners` output by the deployment step that follows (scripts/deploy.sh, step partners).
 extension microsoftGraphV1
 
-@description('Partners of this environment: [{ partnerId, clientAppId, active? }].')
+@description('Partners of this environment: [{ partnerId, clientAppId, active?, liftStop? }].')
 param partners array
 
 @description('Object id of the API\'s service principal.')
@@ -28,11 +28,12 @@ resource grants 'Microsoft.Graph/appRoleAssignedTo@v1.0' = [
   }
 ]
 
-@description('The Partners rows to write: client id, PartnerId, and whether the partner may submit.')
+@description('The Partners rows to write: client id, PartnerId, whether the partner may submit, and the stop (its StopId) a reviewed change lifts, or empty.')
 output rows array = [
   for partner in partners: {
     clientId: partner.clientAppId
     partnerId: partner.partnerId
     active: partner.?active ?? true
+    liftStop: partner.?liftStop ?? ''
   }
 ]

@@ -100,6 +100,9 @@ param drawsTableName string
 @description('IDEMPOTENCY_TABLE')
 param idempotencyTableName string
 
+@description('STOPPED_CLIENTS_TABLE')
+param stoppedClientsTableName string
+
 @description('DRAW_DAY_TIMEZONE')
 param drawDayTimeZone string
 
@@ -224,6 +227,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     LOANS_TABLE: loansTableName
     DRAWS_TABLE: drawsTableName
     IDEMPOTENCY_TABLE: idempotencyTableName
+    STOPPED_CLIENTS_TABLE: stoppedClientsTableName
     // Rules.
     DRAW_DAY_TIMEZONE: drawDayTimeZone
     MAX_BATCH_SIZE: string(maxBatchSize)

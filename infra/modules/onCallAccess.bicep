@@ -1,22 +1,10 @@
-// What the on-call group may do, each at the narrowest scope the runbook's steps need (docs/runbook.md,
-// "Paged? Start here", the access column):
-//
-// | role                           | scope                              | runbook step                                    |
-// |--------------------------------|------------------------------------|-------------------------------------------------|
-// | Workbook Reader                | the on-call workbook               | open the workbook every alert links             |
-// | Monitoring Reader              | the Application Insights component | its tiles' and the Logs blade's queries, the    |
-// |                                |                                    | fired alerts (they target it), Live Metrics     |
-// | Log Analytics Reader           | the Log Analytics workspace        | queries over the workspace (Usage, its tables)  |
-// | Monitoring Reader              | the storage account                | its latency and availability metrics            |
-// | Storage Table Data Reader      | the storage account                | settle a commit whose outcome is unknown, read  |
-// |                                |                                    | a Partners row (Reading the tables)             |
-// | Storage Table Data Contributor | table Partners                     | emergency stop of one client (Active=false)     |
-//
-// Readers only, but for the one table whose row is the emergency switch. No management-plane write:
-// restarting the app or changing its settings is the platform team's (escalation), and a rollback is a
-// GitHub workflow run, which needs GitHub permissions, not Azure ones. Monitoring Reader is given on the
-// component and the account rather than the group: on the group its */read would include the
-// workspace's sharedKeys/read, which Log Analytics Reader excludes by name (its NotActions).
+// What the on-call group may do: the roles docs/runbook.md, "Your access", lists, each at the narrowest
+// scope a step of the runbook needs (that table is the one place they are written; tests/unit/runbook.test.ts
+// holds it to this module). Readers only: no management-plane write and no table write. Restarting the app
+// or changing its settings is the platform team's, a rollback and the emergency stop of a client are GitHub
+// workflow runs, which need GitHub permissions, not Azure ones. Monitoring Reader is given on the component
+// and the account rather than the group: on the group its */read would include the workspace's
+// sharedKeys/read, which Log Analytics Reader excludes by name (its NotActions).
 
 @description('Object id of the on-call Microsoft Entra security group.')
 @minLength(36)
@@ -26,8 +14,14 @@ param groupObjectId string
 @description('Storage account holding the tables.')
 param storageAccountName string
 
-@description('The Partners table (PARTNERS_TABLE): its rows are the per-client switch.')
+@description('The Partners table: a client\'s row (an unknown or inactive client).')
 param partnersTableName string
+
+@description('The DrawRequests table: the rows of a commit whose outcome is unknown.')
+param drawsTableName string
+
+@description('The stop list: whether a client is stopped.')
+param stoppedClientsTableName string
 
 @description('Log Analytics workspace behind Application Insights.')
 param workspaceName string
@@ -43,7 +37,6 @@ var workbookReader = 'b279062a-9be3-42a0-92ae-8b3cf002ec4d'
 var monitoringReader = '43d0d8ad-25c7-4714-9337-8ba259a9fe05'
 var logAnalyticsReader = '73c42c96-874c-492b-b04d-ab87d138a893'
 var storageTableDataReader = '76199698-9eea-4c19-bc75-cec21354c6b6'
-var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -54,9 +47,20 @@ resource tableService 'Microsoft.Storage/storageAccounts/tableServices@2023-05-0
   name: 'default'
 }
 
+// The tables the runbook's steps read, each on its own: no role on Loans or IdempotencyKeys, which no step reads.
 resource partnersTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
   parent: tableService
   name: partnersTableName
+}
+
+resource drawsTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
+  parent: tableService
+  name: drawsTableName
+}
+
+resource stoppedClientsTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
+  parent: tableService
+  name: stoppedClientsTableName
 }
 
 resource workspace 'Microsoft.OperationalInsights/workspaces@2023-09-01' existing = {
@@ -115,24 +119,35 @@ resource readStorageMetrics 'Microsoft.Authorization/roleAssignments@2022-04-01'
   }
 }
 
-resource readTables 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(account.id, groupObjectId, storageTableDataReader)
-  scope: account
-  properties: {
-    principalId: groupObjectId
-    principalType: 'Group'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataReader)
-    description: 'On-call reads the tables (a commit whose outcome is unknown, a Partners row)'
-  }
-}
-
-resource stopClients 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(partnersTable.id, groupObjectId, storageTableDataContributor)
+resource readPartners 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(partnersTable.id, groupObjectId, storageTableDataReader)
   scope: partnersTable
   properties: {
     principalId: groupObjectId
     principalType: 'Group'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
-    description: 'On-call stops one client in an emergency (its Partners row, Active=false)'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataReader)
+    description: 'On-call reads a client\'s Partners row'
+  }
+}
+
+resource readDraws 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(drawsTable.id, groupObjectId, storageTableDataReader)
+  scope: drawsTable
+  properties: {
+    principalId: groupObjectId
+    principalType: 'Group'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataReader)
+    description: 'On-call reads the draw rows of a commit whose outcome is unknown'
+  }
+}
+
+resource readStops 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(stoppedClientsTable.id, groupObjectId, storageTableDataReader)
+  scope: stoppedClientsTable
+  properties: {
+    principalId: groupObjectId
+    principalType: 'Group'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataReader)
+    description: 'On-call reads whether a client is on the stop list'
   }
 }

@@ -1,7 +1,7 @@
-// An identity that may write the Partners table: the deploying one (the deployment's partners step,
-// scripts/deploy.sh, writes each partner's row from the parameters file) and the stop identity (the
-// stop-client workflow sets one row inactive). Data-plane access, scoped to the one table; the app's own
-// identity only reads it (roleAssignments.bicep).
+// The identity that deploys (the pipeline's, or the person running scripts/deploy.sh): the deployment's
+// partners step writes each partner's Partners row from the parameters file, and removes from the stop
+// list the stops the file lifts (scripts/deploy.sh). Data-plane access, scoped to those two tables; the
+// app's own identity only reads them (roleAssignments.bicep).
 
 @description('Object id of the identity (the pipeline\'s, or the person running scripts/deploy.sh).')
 param principalId string
@@ -13,14 +13,14 @@ param principalId string
 ])
 param principalType string
 
-@description('Why it writes the table (the role assignment\'s description).')
-param purpose string = 'The deployment writes the Partners rows of the parameters file'
-
 @description('Storage account holding the tables.')
 param storageAccountName string
 
 @description('The Partners table (PARTNERS_TABLE).')
 param partnersTableName string
+
+@description('The stop list (STOPPED_CLIENTS_TABLE).')
+param stoppedClientsTableName string
 
 var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 
@@ -38,6 +38,11 @@ resource partnersTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2
   name: partnersTableName
 }
 
+resource stoppedClientsTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
+  parent: tableService
+  name: stoppedClientsTableName
+}
+
 resource writePartners 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(partnersTable.id, principalId, storageTableDataContributor)
   scope: partnersTable
@@ -45,6 +50,17 @@ resource writePartners 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: principalId
     principalType: principalType
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
-    description: purpose
+    description: 'The deployment writes the Partners rows of the parameters file'
+  }
+}
+
+resource liftStops 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(stoppedClientsTable.id, principalId, storageTableDataContributor)
+  scope: stoppedClientsTable
+  properties: {
+    principalId: principalId
+    principalType: principalType
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
+    description: 'The deployment removes the stops the parameters file lifts'
   }
 }

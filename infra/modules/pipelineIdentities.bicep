@@ -1,12 +1,17 @@
-// The pipeline's identities in one environment's resource group (bootstrap.bicep):
-//   deploy: signs in from the GitHub environment of the same name (after its required reviewers, in
-//           prod); deploys infra/main.bicep and the code, writes the Partners rows.
-//   plan:   signs in from pull requests; previews the deployment (what-if), writes nothing, and holds
-//           no Microsoft Graph permission.
-//   stop:   signs in from the GitHub environment <env>-stop (no reviewers: it only refuses a client);
-//           the stop-client workflow sets one Partners row inactive. Its one role, Storage Table Data
-//           Contributor on the Partners table, is granted by main.bicep (partnersStopper), since the
-//           table does not exist before the first deployment; it holds nothing here.
+// The pipeline's identities in one environment's resource group (bootstrap.bicep), each usable only
+// by one of main's reviewed workflows (docs/deploy.md, "Identities"):
+//   deploy: deploy-environment.yml on main, its job in the GitHub environment of the same name (after
+//           its required reviewers, in prod); deploys infra/main.bicep and the code, writes the Partners
+//           rows, lifts the stops the parameters file lifts.
+//   plan:   deploy.yml on main, its what-if job (in no environment): previews the deployment before prod's
+//           reviewers are asked; reads no data, writes nothing, holds no Microsoft Graph permission.
+//   stop:   stop-client.yml on main, its job in the GitHub environment <env>-stop (no reviewers: it only
+//           refuses a client); puts one client on the stop list. Its roles are granted by main.bicep
+//           (stopAccess), since the tables do not exist before the first deployment; it holds nothing here.
+// GitHub puts the workflow file and the ref in a job's subject only under the repository's subject
+// template (scripts/githubSettings.cjs applies it): `repo`, `context`, `ref`, `job_workflow_ref`. So a
+// branch's workflow, a changed copy of one of these, or one that names a missing environment (GitHub then
+// creates it, unprotected) presents a subject no credential here matches.
 
 @description('appName-environment, as in main.bicep.')
 param baseName string
@@ -41,6 +46,15 @@ param lockRoleId string
 
 @description('Id of the custom what-if role.')
 param whatIfRoleId string
+
+@description('Id of the custom stop-list insert role (main.bicep assigns it to the stop identity).')
+param stopRoleId string
+
+@description('Id of the custom records role (main.bicep assigns it to the app\'s identity on DrawRequests).')
+param recordsRoleId string
+
+@description('Id of the custom key records role (main.bicep assigns it to the app\'s identity on IdempotencyKeys).')
+param keysRoleId string
 
 // GitHub's OpenID Connect issuer and the audience Microsoft Entra ID expects for the token exchange.
 var githubIssuer = 'https://token.actions.githubusercontent.com'
@@ -78,12 +92,22 @@ var subjectFormsByFormat = {
 }
 var subjectForms = subjectFormsByFormat[githubSubjectFormat]
 
+// The subject GitHub gives a job of one of main's workflows under the repository's subject template: the
+// context (`environment:<name>`, or `ref:<ref>` for a job in no environment), then the run's ref, then the
+// workflow file the job is defined in, at that ref (job_workflow_ref, names not ids: GitHub puts the ids in
+// the `repo` part only). The ref is main's twice: the run's (a branch's run calling main's file has its own)
+// and the file's (a branch's copy has the branch's).
+var mainRef = 'refs/heads/main'
+var workflows = '${githubRepository}/.github/workflows'
+var onMain = 'ref:${mainRef}:job_workflow_ref:${workflows}'
+
 // Built-in roles (the same in every tenant).
 var contributor = 'b24988ac-6180-42a0-ab88-20f7382dd24c'
 var rbacAdministrator = 'f58310d9-a9f6-439a-9e8d-f62e7b41a168'
-// The only roles infra/main.bicep assigns (the app's identity, the deploying identity, the on-call group):
-// the RBAC administrator role is conditioned to them.
-var assignableRoles = [
+// The only built-in roles infra/main.bicep assigns (the app's identity, the deploying identity, the stop
+// identity, the on-call group), and the bootstrap's stop-list, records and key records roles: the RBAC
+// administrator role is conditioned to them.
+var builtInAssignableRoles = [
   'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
   '76199698-9eea-4c19-bc75-cec21354c6b6' // Storage Table Data Reader
   '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3' // Storage Table Data Contributor
@@ -92,6 +116,11 @@ var assignableRoles = [
   '43d0d8ad-25c7-4714-9337-8ba259a9fe05' // Monitoring Reader
   '73c42c96-874c-492b-b04d-ab87d138a893' // Log Analytics Reader
 ]
+var assignableRoles = concat(builtInAssignableRoles, [
+  stopRoleId
+  recordsRoleId
+  keysRoleId
+])
 var assignableList = join(assignableRoles, ', ')
 var assignmentCondition = '((!(ActionMatches{\'Microsoft.Authorization/roleAssignments/write\'})) OR (@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {${assignableList}})) AND ((!(ActionMatches{\'Microsoft.Authorization/roleAssignments/delete\'})) OR (@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {${assignableList}}))'
 
@@ -101,15 +130,16 @@ resource deploy 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = 
 }
 
 // One credential per subject form, written one at a time: Entra refuses (409) concurrent writes of
-// federated credentials under the same identity.
+// federated credentials under the same identity. Names of their own: an environment bootstrapped before
+// keeps its earlier credentials until they are deleted by hand (docs/deploy.md, "Migration").
 @batchSize(1)
-resource deployFromEnvironment 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
+resource deployFromMain 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
   for form in subjectForms: {
     parent: deploy
-    name: 'github-environment-${environmentName}${form.nameSuffix}'
+    name: 'github-main-deploy-${environmentName}${form.nameSuffix}'
     properties: {
       issuer: githubIssuer
-      subject: '${form.prefix}:environment:${environmentName}'
+      subject: '${form.prefix}:environment:${environmentName}:${onMain}/deploy-environment.yml@${mainRef}'
       audiences: [
         exchangeAudience
       ]
@@ -123,13 +153,13 @@ resource plan 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
 }
 
 @batchSize(1)
-resource planFromPullRequests 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
+resource planFromMain 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
   for form in subjectForms: {
     parent: plan
-    name: 'github-pull-requests${form.nameSuffix}'
+    name: 'github-main-plan${form.nameSuffix}'
     properties: {
       issuer: githubIssuer
-      subject: '${form.prefix}:pull_request'
+      subject: '${form.prefix}:ref:${mainRef}:${onMain}/deploy.yml@${mainRef}'
       audiences: [
         exchangeAudience
       ]
@@ -138,20 +168,21 @@ resource planFromPullRequests 'Microsoft.ManagedIdentity/userAssignedIdentities/
 ]
 
 // On-call's emergency stop (docs/runbook.md, "Stop one client"), from a GitHub environment of its own so
-// that neither prod's reviewers nor the deploying identity's power come with it.
+// that neither prod's reviewers nor the deploying identity's power come with it (and the environment's
+// name in the subject ties each environment's stop identity to its own).
 resource stop 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
   name: 'id-${baseName}-stop'
   location: location
 }
 
 @batchSize(1)
-resource stopFromEnvironment 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
+resource stopFromMain 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials@2023-01-31' = [
   for form in subjectForms: {
     parent: stop
-    name: 'github-environment-${environmentName}-stop${form.nameSuffix}'
+    name: 'github-main-stop-${environmentName}${form.nameSuffix}'
     properties: {
       issuer: githubIssuer
-      subject: '${form.prefix}:environment:${environmentName}-stop'
+      subject: '${form.prefix}:environment:${environmentName}-stop:${onMain}/stop-client.yml@${mainRef}'
       audiences: [
         exchangeAudience
       ]
@@ -197,7 +228,7 @@ resource planWhatIf 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: plan.properties.principalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', whatIfRoleId)
-    description: 'Pull requests preview the deployment'
+    description: 'Main\'s run previews the deployment before prod\'s reviewers approve it'
   }
 }
 
@@ -207,7 +238,7 @@ output deployClientId string = deploy.properties.clientId
 @description('Object id of the deploying identity.')
 output deployPrincipalId string = deploy.properties.principalId
 
-@description('Client id of the what-if identity (AZURE_PLAN_CLIENT_ID).')
+@description('Client id of the what-if identity.')
 output planClientId string = plan.properties.clientId
 
 @description('Object id of the what-if identity.')
@@ -216,5 +247,5 @@ output planPrincipalId string = plan.properties.principalId
 @description('Client id of the stop identity (the stop-client workflow signs in as it).')
 output stopClientId string = stop.properties.clientId
 
-@description('Object id of the stop identity (main.bicep grants it the Partners table).')
+@description('Object id of the stop identity (main.bicep grants it the stop list and a read of the Partners table).')
 output stopPrincipalId string = stop.properties.principalId

@@ -5,8 +5,10 @@
 // | Storage Blob Data Owner        | the storage account                     | Functions host storage (keys, locks) and the    |
 // |                                |                                         | Flex deployment container (Microsoft's minimum  |
 // |                                |                                         | for identity-based AzureWebJobsStorage)         |
-// | Storage Table Data Reader      | tables Partners, Loans                  | the service only reads them                     |
-// | Storage Table Data Contributor | tables DrawRequests, IdempotencyKeys    | the service inserts into them                   |
+// | Storage Table Data Reader      | tables Partners, Loans, StoppedClients  | the service only reads them                     |
+// | records (the bootstrap's role) | table DrawRequests                      | the service reads and inserts draws: never a    |
+// |                                |                                         | change or delete of a draw of record, or a table|
+// | key records (the bootstrap's)  | table IdempotencyKeys                   | it reads, inserts and replaces key records      |
 // | Monitoring Metrics Publisher   | the Application Insights component      | telemetry ingestion with local auth off         |
 //
 // No role at resource-group or subscription scope, no management-plane role, no queue role (the app
@@ -30,13 +32,25 @@ param drawsTableName string
 @description('Table the service records Idempotency-Key use in (IDEMPOTENCY_TABLE).')
 param idempotencyTableName string
 
+@description('The stop list the service reads with each partner lookup (STOPPED_CLIENTS_TABLE).')
+param stoppedClientsTableName string
+
 @description('Application Insights component the app sends telemetry to.')
 param appInsightsName string
+
+@description('Name (a GUID) of the bootstrap\'s records role: read and insert rows.')
+@minLength(36)
+@maxLength(36)
+param recordsRoleId string
+
+@description('Name (a GUID) of the bootstrap\'s key records role: read, insert and replace rows.')
+@minLength(36)
+@maxLength(36)
+param keysRoleId string
 
 // Built-in role definition ids (the same in every tenant).
 var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
 var storageTableDataReader = '76199698-9eea-4c19-bc75-cec21354c6b6'
-var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
@@ -66,6 +80,11 @@ resource drawsTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023
 resource idempotencyTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
   parent: tableService
   name: idempotencyTableName
+}
+
+resource stoppedClientsTable 'Microsoft.Storage/storageAccounts/tableServices/tables@2023-05-01' existing = {
+  parent: tableService
+  name: stoppedClientsTableName
 }
 
 resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
@@ -105,24 +124,35 @@ resource readLoans 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
+resource readStops 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(stoppedClientsTable.id, principalId, storageTableDataReader)
+  scope: stoppedClientsTable
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataReader)
+    description: 'Draw Request Service reads the stop list'
+  }
+}
+
 resource writeDraws 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(drawsTable.id, principalId, storageTableDataContributor)
+  name: guid(drawsTable.id, principalId, recordsRoleId)
   scope: drawsTable
   properties: {
     principalId: principalId
     principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', recordsRoleId)
     description: 'Draw Request Service reads and inserts draw requests'
   }
 }
 
 resource writeIdempotencyKeys 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(idempotencyTable.id, principalId, storageTableDataContributor)
+  name: guid(idempotencyTable.id, principalId, keysRoleId)
   scope: idempotencyTable
   properties: {
     principalId: principalId
     principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keysRoleId)
     description: 'Draw Request Service reads and inserts Idempotency-Key records'
   }
 }

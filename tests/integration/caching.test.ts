@@ -2,7 +2,7 @@
  * What an instance keeps between requests: the partner lookup (≤ 5 minutes), the provider's
  * metadata (refreshed after 24 h) and keys (held through a provider outage).
  */
-import { putPartner } from '../../dev/demoData';
+import { putPartner, putStop } from '../../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../../dev/oidcProvider';
 import { AUDIENCE, CLIENT, Harness, PARTNER, draw } from '../support/harness';
 
@@ -35,6 +35,31 @@ describe('the partner lookup is cached for at most five minutes', () => {
     await putPartner(h.table('partners'), { clientId: CLIENT, partnerId: PARTNER, active: true });
     clock.advance(5 * 60 * 1000 + 1000);
     expect((await h.post([draw(await h.loan())])).status).toBe(204);
+  });
+
+  test('a client on the stop list is refused once the cached answer is older than 5 minutes, its Partners row untouched, and until the stop is lifted', async () => {
+    h.rebuild({ now: clock.now });
+    expect((await h.post([draw(await h.loan())])).status).toBe(204);
+    await putStop(h.table('stops'), CLIENT); // what scripts/stopClient.sh inserts
+    const loan = await h.loan();
+
+    clock.advance(4 * 60 * 1000 + 59 * 1000);
+    expect((await h.post([draw(await h.loan())])).status).toBe(204); // still the cached answer
+
+    clock.advance(2 * 1000);
+    const refused = await h.post([draw(loan)]);
+    expect(refused.status).toBe(401);
+    expect(h.recordOf(refused)).toMatchObject({ outcome: 'Unauthorized', reason: 'ERR_AUTH_STOPPED_CLIENT', clientId: CLIENT });
+    expect((await h.table('partners').getEntity(CLIENT, '')).Active).not.toBe(false); // the stop is not a change of the row
+    expect(await h.drawsFor(loan)).toEqual([]);
+    // An active Partners row written meanwhile (a deployment) does not undo it: only removing the stop does.
+    await putPartner(h.table('partners'), { clientId: CLIENT, partnerId: PARTNER, active: true });
+    clock.advance(5 * 60 * 1000 + 1000);
+    expect((await h.post([draw(loan)])).status).toBe(401);
+
+    await h.table('stops').deleteEntity(CLIENT, ''); // the deployment lifting it (docs/deploy.md)
+    clock.advance(5 * 60 * 1000 + 1000);
+    expect((await h.post([draw(loan)])).status).toBe(204);
   });
 
   test('a storage failure during the lookup is not cached: the next request asks again', async () => {

@@ -18,7 +18,7 @@ import { trustingFetch } from '../support/localCa';
 
 const run = promisify(execFile);
 const AUDIENCE = 'api://external-audience';
-const TABLES = { partnersTable: 'ExtPartners', loansTable: 'ExtLoans', drawsTable: 'ExtDraws', idempotencyTable: 'ExtKeys' };
+const TABLES = { partnersTable: 'ExtPartners', loansTable: 'ExtLoans', drawsTable: 'ExtDraws', idempotencyTable: 'ExtKeys', stoppedClientsTable: 'ExtStops' };
 
 describe('settings from the environment replace the embedded defaults', () => {
   let azurite: Azurite;

@@ -10,7 +10,11 @@
  * smoke check that fails, naming the likely setting, when the deployed settings are wrong. Each sign-in
  * presents the token GitHub would give the job and is accepted only if exactly one federated credential
  * that infra/bootstrap.bicep gives that client id's identity matches it, as Microsoft Entra ID decides
- * (tests/support/oidcTrust.ts).
+ * (tests/support/oidcTrust.ts), under the subject template scripts/githubSettings.cjs applies. GitHub's
+ * environments are the ones that script made (run against the GitHub CLI stand-in): a job naming one
+ * runs only if its branch policy admits the run's ref, and a job naming a missing one creates it,
+ * unprotected, as GitHub does. The Azure CLI stand-in refuses a table call unless the signed-in identity's
+ * roles, as infra/ assigns them and Microsoft defines them, allow it (tests/support/tableRbac.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -19,7 +23,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HttpResponseInit } from '@azure/functions';
 import { DETAILS, accepted, badRequest, dependencyFailed, unauthorized } from '../../lib/problem';
-import { bootstrapCredentials, matching, type FederatedCredential, type GitHubRepository, type OidcToken } from '../support/oidcTrust';
+import {
+  EARLIER_CREDENTIALS,
+  GITHUB_ISSUER,
+  AZURE_AUDIENCE,
+  SUBJECT_CLAIM_KEYS,
+  bootstrapCredentials,
+  githubSubject,
+  matching,
+  type FederatedCredential,
+  type GitHubRepository,
+  type OidcToken,
+} from '../support/oidcTrust';
+import { assignmentsOf, bootstrapRole, builtInTableRoles, tableAccess, type Permission, type TableOperation } from '../support/tableRbac';
 import { StepFailed, runWorkflow, type RunRecord } from '../support/workflowRunner';
 
 const ROOT = join(__dirname, '..', '..');
@@ -48,8 +64,20 @@ const PARTNERS = {
   ],
   prod: [{ partnerId: 'PARTNER-001', clientAppId: '5c2a9e10-dddd-4eee-8fff-000011112222' }],
 } as const;
-/** The repository the pipeline runs in, created after 15 July 2026: GitHub sends immutable subjects. */
-const REPOSITORY: GitHubRepository = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456', immutableSubject: true };
+/**
+ * The repository the pipeline runs in, created after 15 July 2026: GitHub sends immutable subjects, under the
+ * subject template scripts/githubSettings.cjs applies (each workspace applies it to the GitHub stand-in).
+ */
+const REPOSITORY: GitHubRepository = {
+  owner: 'octo-org',
+  ownerId: '123',
+  name: 'octo-repo',
+  id: '456',
+  immutableSubject: true,
+  subjectClaimKeys: SUBJECT_CLAIM_KEYS,
+};
+/** The team that reviews prod's deployments (scripts/githubSettings.cjs apply prod --reviewer-team). */
+const PROD_REVIEWERS = '4242';
 /** Its owner/name: github.repository, and the full_name GitHub's REST API gives. */
 const FULL_NAME = `${REPOSITORY.owner}/${REPOSITORY.name}`;
 /** deploy.yml as GitHub's REST API gives it (GET /repos/{owner}/{repo}/actions/workflows/deploy.yml). */
@@ -85,8 +113,37 @@ const bootstrapped = (env: 'dev' | 'prod', format?: string) =>
     githubRepositoryId: REPOSITORY.id,
     ...(format === undefined ? {} : { githubSubjectFormat: format }),
   });
+/**
+ * What each identity that signs in may do to each table (account/table → operations), as infra/ assigns
+ * roles and Microsoft defines them: the deploying identity (and a person deploying by hand) by
+ * partnersWriter.bicep, the stop identity by stopAccess.bicep. The plan identity has no table role.
+ */
+let TABLE_ACCESS: Record<string, Record<string, TableOperation[]>>;
+const TABLES = ['Partners', 'Loans', 'DrawRequests', 'IdempotencyKeys', 'StoppedClients'];
+const STOP_ROLE = '5ca1ab1e-0000-4000-8000-000000005709';
 beforeAll(async () => {
   CREDENTIALS = { dev: await bootstrapped('dev'), prod: await bootstrapped('prod') };
+  const roles: Record<string, Permission[]> = {
+    ...Object.fromEntries(Object.entries(builtInTableRoles()).map(([id, role]) => [id, role.permissions])),
+    [STOP_ROLE]: await bootstrapRole('stopRole'),
+  };
+  const tablesOf = { partnersTableName: 'Partners', stoppedClientsTableName: 'StoppedClients' };
+  const access = async (module: string, env: 'dev' | 'prod', parameters: Record<string, string>) => {
+    const account = TARGETS[env].storageAccountName;
+    const allowed = tableAccess(await assignmentsOf(module, { storageAccountName: account, ...tablesOf, ...parameters }), roles, TABLES);
+    return Object.fromEntries(Object.entries(allowed).map(([table, ops]) => [`${account}/${table}`, ops]));
+  };
+  const writer = async (env: 'dev' | 'prod') => access('partnersWriter', env, { principalId: 'writer', principalType: 'ServicePrincipal' });
+  const bothWriters = { ...(await writer('dev')), ...(await writer('prod')) };
+  TABLE_ACCESS = {
+    [TARGETS.dev.deployClientId]: await writer('dev'),
+    [TARGETS.prod.deployClientId]: await writer('prod'),
+    [TARGETS.dev.stopClientId]: await access('stopAccess', 'dev', { principalId: 'stop', stopRoleId: STOP_ROLE }),
+    [TARGETS.prod.stopClientId]: await access('stopAccess', 'prod', { principalId: 'stop', stopRoleId: STOP_ROLE }),
+    // Those who run scripts/deploy.sh by hand: the deployment grants them partnersWriter as it grants the pipeline.
+    deployer: bothWriters,
+    'jane@lender.example': bothWriters,
+  };
 });
 
 interface Call {
@@ -144,8 +201,14 @@ function appSettings(azState: string): Record<string, unknown> {
   return {
     azState,
     audiences: ['api://api-app-id-dev/.default', 'api://api-app-id-prod/.default'],
-    settings: { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' },
-    tables: ['Partners', 'Loans', 'DrawRequests', 'IdempotencyKeys'],
+    settings: {
+      partnersTable: 'Partners',
+      loansTable: 'Loans',
+      drawsTable: 'DrawRequests',
+      idempotencyTable: 'IdempotencyKeys',
+      stoppedClientsTable: 'StoppedClients',
+    },
+    tables: TABLES,
     loanNumbers: [],
     records: false,
     // The service's own answers (lib/problem.ts), as docs/contract.md §2.1-§2.4 and §4.5 give them.
@@ -188,6 +251,7 @@ function workspace(): Setup {
       subscriptionId: '11111111-2222-4333-8444-555555555555',
       resourceGroup: `rg-drawreq-${env}`,
       ...TARGETS[env],
+      requiredReviewers: env === 'prod',
       privateRunnerGroup: env === 'prod' ? PROD_RUNNER_GROUP : '',
     };
     writeFileSync(join(ws, 'infra', 'env', `${env}.pipeline.json`), JSON.stringify(target));
@@ -218,10 +282,25 @@ function workspace(): Setup {
   const state = join(dir, 'az-state.json');
   writeFileSync(
     state,
-    JSON.stringify({ signedIn: { name: 'nobody', type: 'user' }, functionAppUrl: url, groups: ['rg-drawreq-dev', 'rg-drawreq-prod'], deployments: {} }),
+    JSON.stringify({
+      signedIn: { name: 'nobody', type: 'user' },
+      functionAppUrl: url,
+      groups: ['rg-drawreq-dev', 'rg-drawreq-prod'],
+      deployments: {},
+      tableAccess: TABLE_ACCESS,
+    }),
   );
   const ghState = join(dir, 'gh-state.json');
-  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {} }));
+  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {} }));
+  // GitHub's settings as a repository admin applies them (docs/deploy.md, "GitHub's settings as code").
+  const ghEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, GH_STATE: ghState, GH_LOG: join(dir, 'gh-setup.log') };
+  for (const args of [
+    ['apply', 'dev'],
+    ['apply', 'prod', '--reviewer-team', PROD_REVIEWERS],
+  ]) {
+    const applied = spawnSync(process.execPath, [join(ws, 'scripts', 'githubSettings.cjs'), ...args], { env: ghEnv, encoding: 'utf8' });
+    if (applied.status !== 0) throw new Error(applied.stderr);
+  }
   writeFileSync(appConfig, JSON.stringify(appSettings(state)));
   rmSync(appLog, { force: true });
   // prod as it stands after phase 1 of docs/deploy.md's migration (isolated, storage still public), which
@@ -299,6 +378,53 @@ function exchange(clientId: string, token: OidcToken, credentials: Record<'dev' 
     throw new Error(`AADSTS700213: No matching federated identity record found for presented assertion subject '${token.sub}'.`);
 }
 
+/**
+ * GitHub's side of a job naming an environment (docs: "Running a workflow that references an environment that
+ * does not exist will create an environment with the referenced name", without protection rules; "Only
+ * branches and tags that match your specified name patterns can deploy to the environment"): a missing one
+ * is created, unprotected; an existing one with custom branch policies admits only a branch they name.
+ * Environments created this way are recorded in the state, as GitHub would show them.
+ */
+function githubEnvironments(setup: Setup): (name: string, ref: string) => void {
+  return (name, ref) => {
+    const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as { environments: Record<string, GitHubEnvironment> };
+    const environment = state.environments[name.toLowerCase()];
+    if (environment === undefined) {
+      state.environments[name.toLowerCase()] = { name, protection_rules: [], deployment_branch_policy: null, branch_policies: [], createdByAJob: true };
+      writeFileSync(setup.ghState, JSON.stringify(state));
+      return;
+    }
+    const branch = ref.replace(/^refs\/heads\//, '');
+    if (
+      environment.deployment_branch_policy?.custom_branch_policies === true &&
+      !environment.branch_policies.some((p) => p.type === 'branch' && p.name === branch)
+    )
+      throw new Error(`Branch "${branch}" is not allowed to deploy to ${name} due to environment protection rules.`);
+  };
+}
+interface GitHubEnvironment {
+  name: string;
+  protection_rules: Array<{ type: string; prevent_self_review?: boolean; reviewers?: unknown[] }>;
+  deployment_branch_policy: { protected_branches: boolean; custom_branch_policies: boolean } | null;
+  branch_policies: Array<{ id?: number; name: string; type: string }>;
+  createdByAJob?: boolean;
+}
+const ghEnvironments = (setup: Setup): Record<string, GitHubEnvironment> =>
+  (JSON.parse(readFileSync(setup.ghState, 'utf8')) as { environments: Record<string, GitHubEnvironment> }).environments;
+/**
+ * The repository as GitHub signs its jobs' tokens now: under the subject template the GitHub stand-in holds
+ * (what scripts/githubSettings.cjs applied, or GitHub's default once reset), not the one the test expects.
+ */
+function signing(setup: Setup, repository: GitHubRepository = REPOSITORY): GitHubRepository {
+  const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as { oidcSubject?: { use_default: boolean; include_claim_keys?: string[] } };
+  return { ...repository, subjectClaimKeys: state.oidcSubject?.use_default === false ? state.oidcSubject.include_claim_keys : undefined };
+}
+function setGhState(setup: Setup, change: (state: Record<string, unknown> & { environments: Record<string, GitHubEnvironment> }) => void): void {
+  const state = JSON.parse(readFileSync(setup.ghState, 'utf8')) as Record<string, unknown> & { environments: Record<string, GitHubEnvironment> };
+  change(state);
+  writeFileSync(setup.ghState, JSON.stringify(state));
+}
+
 function signIn(state: string, name: string, type: 'servicePrincipal' | 'user'): void {
   const current = JSON.parse(readFileSync(state, 'utf8')) as Record<string, unknown>;
   writeFileSync(state, JSON.stringify({ ...current, signedIn: { name, type } }));
@@ -336,6 +462,34 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
   DEPLOY_RETRY_SECONDS: '0',
 });
 
+/**
+ * Runs another workflow file of the workspace (or a branch's), as GitHub would on `ref`; records each token
+ * its sign-ins present, then has Entra judge it against the bootstrap's credentials.
+ */
+function runOther(
+  setup: Setup,
+  file: string,
+  run: { event: 'push' | 'workflow_dispatch'; ref?: string; inputs?: Record<string, unknown>; runId: string; tokens: Array<[string, string]> },
+): RunRecord {
+  return runWorkflow(file, {
+    workspace: setup.workspace,
+    event: run.event,
+    ref: run.ref,
+    inputs: run.inputs,
+    runId: run.runId,
+    artifacts: setup.artifacts,
+    env: standInEnv(setup),
+    repository: signing(setup),
+    runner: runnerEnv,
+    environment: githubEnvironments(setup),
+    login: (clientId, token) => {
+      run.tokens.push([clientId, token.sub]);
+      exchange(clientId, token, CREDENTIALS);
+      signIn(setup.state, clientId, 'servicePrincipal');
+    },
+  });
+}
+
 /** Runs deploy.yml for `event`; GitHub knows the run (in progress, then its conclusion) as the provenance check reads it. */
 function run(
   event: 'push' | 'pull_request' | 'workflow_dispatch',
@@ -358,8 +512,9 @@ function run(
       env: standInEnv(setup),
       // The build's npm steps (.ci/run, npm run package) are proven by CI itself.
       skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
-      repository: oidc.repository ?? REPOSITORY,
+      repository: signing(setup, oidc.repository),
       runner: runnerEnv,
+      environment: githubEnvironments(setup),
       login: (clientId, token) => {
         exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
         oidc.tokens?.push([clientId, token.sub]);
@@ -374,12 +529,15 @@ function run(
 }
 
 describe('a push to main', () => {
-  test('builds once; dev: what-if, create, partners, the package, smoke; then prod the same; the same zip in both', () => {
+  test('builds once; previews dev and prod as the read-only plan identity; dev: what-if, create, partners, the package, smoke; then prod the same; the same zip in both', () => {
     const setup = workspace();
     const record = run('push', setup, '900');
     const log = calls(setup.log);
     const changing = log.filter((c) => !isCall(c, 'account') && !(isCall(c, 'deployment', 'group', 'show') || isCall(c, 'deployment', 'group', 'list')));
     expect(changing.map((c) => `${c.as}: ${verb(c)}${c.args[0] === 'deployment' || c.args[0] === 'functionapp' ? ` ${groupOf(c)}` : ''}`)).toEqual([
+      // The previews, before prod's reviewers are asked (deploy-prod needs them): read permissions only.
+      'dev-plan-client: deployment group what-if rg-drawreq-dev',
+      'prod-plan-client: deployment group what-if rg-drawreq-prod',
       'dev-deploy-client: deployment group what-if rg-drawreq-dev',
       'dev-deploy-client: group exists',
       'dev-deploy-client: deployment group create rg-drawreq-dev',
@@ -394,8 +552,14 @@ describe('a push to main', () => {
       'prod-deploy-client: storage entity insert',
       'prod-deploy-client: functionapp deploy rg-drawreq-prod',
     ]);
-    // Every template call: the environment's own files; its deploying identity may write Partners and is the smoke identity.
-    for (const c of log.filter((c) => isCall(c, 'deployment', 'group', 'what-if') || isCall(c, 'deployment', 'group', 'create'))) {
+    expect(log.filter((c) => c.as.endsWith('-plan-client') && isCall(c, 'deployment')).map((c) => after(c, '--validation-level'))).toEqual([
+      'ProviderNoRbac',
+      'ProviderNoRbac',
+    ]);
+    // Every deployer's template call: the environment's own files; its deploying identity may write Partners and is the smoke identity.
+    for (const c of log.filter(
+      (c) => c.as.endsWith('-deploy-client') && (isCall(c, 'deployment', 'group', 'what-if') || isCall(c, 'deployment', 'group', 'create')),
+    )) {
       const env = groupOf(c).replace('rg-drawreq-', '') as 'dev' | 'prod';
       expect(c.args).toEqual(
         expect.arrayContaining([
@@ -433,17 +597,22 @@ describe('a push to main', () => {
     // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build),
     // then chose its runner: dev (open) a GitHub-hosted one, prod (storage closed) its runner group, inside its network.
     expect(record.steps.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
-      ...Array<string>(4).fill('deploy-dev > provenance'),
+      ...Array<string>(5).fill('deploy-dev > provenance'),
       ...Array<string>(6).fill('deploy-dev > deploy'),
-      ...Array<string>(4).fill('deploy-prod > provenance'),
+      ...Array<string>(5).fill('deploy-prod > provenance'),
       ...Array<string>(6).fill('deploy-prod > deploy'),
     ]);
     expect([record.runners['deploy-dev > deploy'], record.runners['deploy-prod > deploy']]).toEqual(['ubuntu-24.04', { group: PROD_RUNNER_GROUP }]);
     expect(record.steps.filter((s) => s.endsWith('provenance: dispatched from main'))).toHaveLength(2);
     expect(Object.entries(record.summaries).map(([job, text]) => [job, text.split('\n')[0]])).toEqual([
+      ['what-if (dev)', '### What-if: dev (rg-drawreq-dev)'],
+      ['what-if (prod)', '### What-if: prod (rg-drawreq-prod)'],
       ['deploy-dev > deploy', '### What-if: dev (rg-drawreq-dev)'],
       ['deploy-prod > deploy', '### What-if: prod (rg-drawreq-prod)'],
     ]);
+    // Each environment's protection and the subject template were checked before its deploy job, and no job created an environment.
+    expect(record.steps.filter((s) => s.endsWith("provenance: the environment's protection and the OIDC subject template have not drifted"))).toHaveLength(2);
+    expect(Object.values(ghEnvironments(setup)).filter((e) => e.createdByAJob === true)).toEqual([]);
   });
 
   test("each partner of the environment's parameters file gets its Partners row, inactive ones as inactive, and the smoke partner its own, signed in as the deployer", () => {
@@ -478,18 +647,14 @@ describe('a push to main', () => {
   });
 });
 
-test('a pull request previews dev and prod with the read-only identities, changes nothing and keeps no artifact', () => {
+test('a pull request is built and tested, signs in to nothing, changes nothing and keeps no artifact (issue #40: no role of any environment)', () => {
   const setup = workspace();
-  const record = run('pull_request', setup, '902');
-  const log = calls(setup.log);
-  expect(log.filter((c) => !isCall(c, 'account')).map((c) => `${c.as}: ${verb(c)} ${groupOf(c)} ${after(c, '--validation-level')}`)).toEqual([
-    'dev-plan-client: deployment group what-if rg-drawreq-dev ProviderNoRbac',
-    'prod-plan-client: deployment group what-if rg-drawreq-prod ProviderNoRbac',
-  ]);
-  // The preview is of what the deployer would do: its identity is the one that may write Partners.
-  for (const c of log.filter((c) => isCall(c, 'deployment'))) expect(c.args.join(' ')).toMatch(/partnerWriterPrincipalId=(dev|prod)-deploy-object/);
-  expect(Object.values(record.summaries).map((s) => s.split('\n')[0])).toEqual(['### What-if: dev (rg-drawreq-dev)', '### What-if: prod (rg-drawreq-prod)']);
-  expect(record.steps.some((s) => s.startsWith('deploy-'))).toBe(false);
+  const tokens: Array<[string, string]> = [];
+  const record = run('pull_request', setup, '902', undefined, { tokens });
+  expect(tokens).toEqual([]);
+  expect(existsSync(setup.log)).toBe(false); // no Azure call at all
+  expect(record.steps.some((s) => s.startsWith('deploy-') || s.startsWith('what-if'))).toBe(false);
+  expect(record.summaries).toEqual({});
   // Built and tested, never kept: there is no deployable artifact of a pull request to roll back to.
   expect(record.steps).toEqual(
     expect.arrayContaining([
@@ -510,8 +675,15 @@ test("a rollback re-deploys an earlier run's artifact to the chosen environment:
   run('workflow_dispatch', setup, '904', { environment: 'prod', run_id: '903', with_infrastructure: false });
   const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
   expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['prod-deploy-client', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
-  // The run was read from GitHub (with deploy.yml's id) before its artifact was downloaded.
-  expect(ghCalls(setup)).toEqual([`api repos/${FULL_NAME}/actions/runs/903`, `api repos/${FULL_NAME}/actions/workflows/deploy.yml`]);
+  // The run was read from GitHub (with deploy.yml's id), then prod's protection and the subject template,
+  // before its artifact was downloaded.
+  expect(ghCalls(setup)).toEqual([
+    `api repos/${FULL_NAME}/actions/runs/903`,
+    `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+    `api -X GET repos/${FULL_NAME}/environments/prod`,
+    `api -X GET repos/${FULL_NAME}/environments/prod/deployment-branch-policies`,
+    `api -X GET repos/${FULL_NAME}/actions/oidc/customization/sub`,
+  ]);
 });
 
 const ghCalls = (setup: Setup): string[] =>
@@ -1010,60 +1182,210 @@ describe('scripts/deploy.sh by hand', () => {
   });
 });
 
-describe("sign-in: each job presents the token GitHub gives it, and only its own identity's federated credential accepts it", () => {
-  const subjects = (repository: GitHubRepository, event: 'push' | 'pull_request'): Array<[string, string]> => {
-    const prefix = repository.immutableSubject
-      ? `repo:${repository.owner}@${repository.ownerId}/${repository.name}@${repository.id}`
-      : `repo:${repository.owner}/${repository.name}`;
-    // A deploy job signs in twice (again before the code and the smoke check): the same subject, accepted both times.
-    return event === 'push'
-      ? [
-          ['dev-deploy-client', `${prefix}:environment:dev`],
-          ['dev-deploy-client', `${prefix}:environment:dev`],
-          ['prod-deploy-client', `${prefix}:environment:prod`],
-          ['prod-deploy-client', `${prefix}:environment:prod`],
-        ]
-      : [
-          ['dev-plan-client', `${prefix}:pull_request`],
-          ['prod-plan-client', `${prefix}:pull_request`],
-        ];
-  };
+describe("sign-in (issue #40): each job presents the token GitHub gives it, and only main's run of the identity's own workflow file signs in", () => {
+  /** The subject GitHub gives a job of `file` on `ref` under the repository's template (scripts/githubSettings.cjs). */
+  const subject = (repository: GitHubRepository, file: string, environment?: string, ref = 'refs/heads/main') =>
+    githubSubject(repository, { environment, event: 'push', ref, jobWorkflowRef: `${repository.owner}/${repository.name}/.github/workflows/${file}@${ref}` });
 
   test.each([
     ['created after 15 July 2026 (immutable subjects)', REPOSITORY],
     ['created before, not opted in (legacy subjects)', { ...REPOSITORY, immutableSubject: false }],
-  ])('a repository %s: main deploys as each environment’s deploy identity, a pull request previews as its plan identity', (_name, repository) => {
-    for (const [event, runId] of [
-      ['push', '910'],
-      ['pull_request', '911'],
-    ] as const) {
-      const setup = workspace();
-      const tokens: Array<[string, string]> = [];
-      run(event, setup, runId, undefined, { repository, tokens });
-      expect(tokens).toEqual(subjects(repository, event));
-      rmSync(dir, { recursive: true, force: true }); // afterEach removes only the last workspace
-    }
+  ])('a repository %s: main previews as each plan identity and deploys as each deploy identity; a pull request signs in as nothing', (_name, repository) => {
+    const setup = workspace();
+    const tokens: Array<[string, string]> = [];
+    run('push', setup, '910', undefined, { repository, tokens });
+    // A deploy job signs in twice (again before the code and the smoke check): the same subject, accepted both times.
+    expect(tokens).toEqual([
+      ['dev-plan-client', subject(repository, 'deploy.yml')],
+      ['prod-plan-client', subject(repository, 'deploy.yml')],
+      ['dev-deploy-client', subject(repository, 'deploy-environment.yml', 'dev')],
+      ['dev-deploy-client', subject(repository, 'deploy-environment.yml', 'dev')],
+      ['prod-deploy-client', subject(repository, 'deploy-environment.yml', 'prod')],
+      ['prod-deploy-client', subject(repository, 'deploy-environment.yml', 'prod')],
+    ]);
+    expect(tokens[4][1]).toBe(
+      `${repository.immutableSubject ? 'repo:octo-org@123/octo-repo@456' : 'repo:octo-org/octo-repo'}:environment:prod:ref:refs/heads/main:job_workflow_ref:octo-org/octo-repo/.github/workflows/deploy-environment.yml@refs/heads/main`,
+    );
+    const pullRequest: Array<[string, string]> = [];
+    run('pull_request', setup, '911', undefined, { repository, tokens: pullRequest });
+    expect(pullRequest).toEqual([]);
   });
 
-  test('a rollback signs in from the GitHub environment it deploys', () => {
+  test("a rollback (a dispatch of deploy.yml on main) signs in from the GitHub environment it deploys, with main's deploy-environment.yml", () => {
     const setup = workspace();
     run('push', setup, '912');
     const tokens: Array<[string, string]> = [];
     run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: '912', with_infrastructure: false }, { tokens });
-    expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', 'repo:octo-org@123/octo-repo@456:environment:prod']));
+    expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', subject(REPOSITORY, 'deploy-environment.yml', 'prod')]));
   });
 
-  test('credentials for the legacy subject only (the bootstrap before this fix) refuse a repository created today, before any Azure call', async () => {
-    const legacyOnly = { dev: await bootstrapped('dev', 'legacy'), prod: await bootstrapped('prod', 'legacy') };
-    for (const event of ['push', 'pull_request'] as const) {
-      const setup = workspace();
-      const first = subjects(REPOSITORY, event)[0][1];
-      expect(() => run(event, setup, '914', undefined, { credentials: legacyOnly })).toThrow(
-        `AADSTS700213: No matching federated identity record found for presented assertion subject '${first}'.`,
+  test("the earlier credentials (the default template's subjects) match no job once the template is applied: credentials first, then the template (GitHub's order)", () => {
+    const earlier = (env: 'dev' | 'prod'): FederatedCredential[] =>
+      Object.entries(EARLIER_CREDENTIALS(env)).flatMap(([identity, names]) =>
+        names.map((name) => {
+          const prefix = name.endsWith('-immutable') ? 'repo:octo-org@123/octo-repo@456' : 'repo:octo-org/octo-repo';
+          const context = identity.endsWith('-plan') ? 'pull_request' : `environment:${identity.endsWith('-stop') ? `${env}-stop` : env}`;
+          return { identity, name, issuer: GITHUB_ISSUER, subject: `${prefix}:${context}`, audiences: [AZURE_AUDIENCE] };
+        }),
       );
-      expect(() => calls(setup.log)).toThrow(); // no az call at all: no log
-      rmSync(dir, { recursive: true, force: true });
+    const setup = workspace();
+    const first = subject(REPOSITORY, 'deploy.yml');
+    expect(() => run('push', setup, '914', undefined, { credentials: { dev: earlier('dev'), prod: earlier('prod') } })).toThrow(
+      `AADSTS700213: No matching federated identity record found for presented assertion subject '${first}'.`,
+    );
+    expect(existsSync(setup.log)).toBe(false); // no az call at all
+    // Before the template, GitHub's default subject is what those credentials matched, and the new ones do not.
+    setGhState(setup, (state) => {
+      state.oidcSubject = { use_default: true };
+    });
+    expect(() => run('push', setup, '915')).toThrow(
+      `AADSTS700213: No matching federated identity record found for presented assertion subject 'repo:octo-org@123/octo-repo@456:ref:refs/heads/main'.`,
+    );
+  });
+
+  /**
+   * A writer's branch with its own workflow (or a changed copy of stop-client.yml) that names `environment`
+   * and signs in with that identity's client id, pushed or dispatched on the branch.
+   */
+  function branchWorkflow(setup: Setup, environment: string, clientId: string): void {
+    writeFileSync(
+      join(setup.workspace, '.github', 'workflows', 'evil.yml'),
+      [
+        'name: evil',
+        'on: [push, workflow_dispatch]',
+        'permissions:',
+        '  contents: read',
+        'jobs:',
+        '  take:',
+        '    runs-on: ubuntu-24.04',
+        `    environment: ${environment}`,
+        '    permissions:',
+        '      contents: read',
+        '      id-token: write',
+        '    steps:',
+        '      - uses: azure/login@f5d393ae46f8fde4be8b75f32e3fc50e654ad0ca # v3.0.1',
+        '        with:',
+        `          client-id: ${clientId}`,
+        '          tenant-id: tenant-id',
+        '          allow-no-subscriptions: true',
+        '      - run: az storage entity insert --auth-mode login --account-name stdrawreqprodabc123 --table-name StoppedClients --entity PartitionKey=x RowKey=',
+        '',
+      ].join('\n'),
+    );
+  }
+  const branchRun = (setup: Setup, file: string, tokens: Array<[string, string]>, inputs?: Record<string, unknown>) =>
+    runOther(setup, file, { event: inputs === undefined ? 'push' : 'workflow_dispatch', ref: 'refs/heads/feature/x', inputs, runId: '916', tokens });
+
+  test.each([
+    ['prod-stop', TARGETS.prod.stopClientId],
+    ['prod', TARGETS.prod.deployClientId],
+    ['dev-stop', TARGETS.dev.stopClientId],
+  ])(
+    "a branch's workflow naming %s: refused by the environment's branch policy; with the environment missing, GitHub creates it and runs the job, and the token is still refused",
+    (environment, clientId) => {
+      const setup = workspace();
+      branchWorkflow(setup, environment, clientId);
+      const tokens: Array<[string, string]> = [];
+      expect(() => branchRun(setup, 'evil.yml', tokens)).toThrow(
+        `Branch "feature/x" is not allowed to deploy to ${environment} due to environment protection rules.`,
+      );
+      expect(tokens).toEqual([]);
+      // The environment deleted (or never made): GitHub creates it, without protection, and the job runs to its sign-in.
+      setGhState(setup, (state) => delete state.environments[environment]);
+      expect(() => branchRun(setup, 'evil.yml', tokens)).toThrow('AADSTS700213');
+      expect(tokens).toEqual([[clientId, subject(REPOSITORY, 'evil.yml', environment, 'refs/heads/feature/x')]]);
+      expect(ghEnvironments(setup)[environment]).toMatchObject({ createdByAJob: true, deployment_branch_policy: null });
+      expect(existsSync(setup.log)).toBe(false); // no Azure call was made
+    },
+  );
+
+  test("a branch's copy of stop-client.yml without its refusal of other branches, dispatched from the branch with prod-stop missing: no token", () => {
+    const setup = workspace();
+    const workflow = join(setup.workspace, '.github', 'workflows', 'stop-client.yml');
+    writeFileSync(workflow, readFileSync(workflow, 'utf8').replace(/if \[ "\$REF" != refs\/heads\/main \]; then/, 'if false; then'));
+    setGhState(setup, (state) => delete state.environments['prod-stop']);
+    const tokens: Array<[string, string]> = [];
+    expect(() => branchRun(setup, 'stop-client.yml', tokens, { environment: 'prod', client_id: PARTNERS.prod[0].clientAppId })).toThrow('AADSTS700213');
+    expect(tokens).toEqual([[TARGETS.prod.stopClientId, subject(REPOSITORY, 'stop-client.yml', 'prod-stop', 'refs/heads/feature/x')]]);
+    expect(existsSync(setup.log)).toBe(false);
+  });
+
+  test.each([
+    ['prod deleted', (state: { environments: Record<string, GitHubEnvironment> }) => delete state.environments.prod, ['ERR_ENV_MISSING'], 'prod'],
+    [
+      "prod's reviewers removed",
+      (state: { environments: Record<string, GitHubEnvironment> }) => {
+        state.environments.prod.protection_rules = state.environments.prod.protection_rules.filter((r) => r.type !== 'required_reviewers');
+      },
+      ['ERR_ENV_REVIEWERS'],
+      'prod',
+    ],
+    [
+      'prod admitting another branch',
+      (state: { environments: Record<string, GitHubEnvironment> }) =>
+        state.environments.prod.branch_policies.push({ id: 999, name: 'release/*', type: 'branch' }),
+      ['ERR_ENV_BRANCHES'],
+      'prod',
+    ],
+  ])("%s: main's deployment is refused before its deploy job, naming the drift; nothing of it is created or signed in to", (_name, drift, codes, env) => {
+    const setup = workspace();
+    setGhState(setup, drift);
+    const failure = refusal(() => run('push', setup, '917'));
+    expect(failure.step).toBe(`deploy-${env} > provenance: the environment's protection and the OIDC subject template have not drifted`);
+    expect(refusalCodes(failure)).toEqual(codes);
+    expect(failure.stderr).toContain(`node scripts/githubSettings.cjs apply ${env}`);
+    expect(calls(setup.log).filter((c) => c.as === TARGETS[env as 'dev' | 'prod'].deployClientId)).toEqual([]);
+    expect(ghEnvironments(setup)[env]?.createdByAJob).toBeUndefined();
+  });
+
+  test("the subject template reset to GitHub's default: no job of main signs in (its subject names neither the ref nor the file), and each environment's check names the drift", () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      state.oidcSubject = { use_default: true };
+    });
+    // The first job that asks, the what-if, presents GitHub's default subject, which no credential names.
+    expect(() => run('push', setup, '917')).toThrow(
+      "AADSTS700213: No matching federated identity record found for presented assertion subject 'repo:octo-org@123/octo-repo@456:ref:refs/heads/main'.",
+    );
+    expect(existsSync(setup.log)).toBe(false); // no Azure call at all
+    for (const env of ['dev', 'prod']) {
+      const checked = spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'githubSettings.cjs'), 'check', env], {
+        env: standInEnv(setup),
+        encoding: 'utf8',
+      });
+      expect(checked.status).toBe(1);
+      expect(checked.stderr).toContain('ERR_OIDC_SUBJECT');
+      expect(checked.stderr).toContain(`node scripts/githubSettings.cjs apply ${env}`);
     }
+  });
+
+  const settings = (setup: Setup, ...args: string[]) =>
+    spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'githubSettings.cjs'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+
+  test("apply --runner-group (GitHub Enterprise Cloud) restricts the environment's runner group to deploy-environment.yml and stop-client.yml on main", () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      state.runnerGroups = { '77': { id: 77, name: 'drawreq-prod', restricted_to_workflows: false, selected_workflows: [] } };
+    });
+    const applied = settings(setup, 'apply', 'prod', '--reviewer-team', PROD_REVIEWERS, '--runner-group', '77');
+    expect(applied.stderr).toBe('');
+    expect(applied.status).toBe(0);
+    const group = (JSON.parse(readFileSync(setup.ghState, 'utf8')) as { runnerGroups: Record<string, unknown> }).runnerGroups['77'];
+    expect(group).toMatchObject({
+      restricted_to_workflows: true,
+      selected_workflows: [`${FULL_NAME}/.github/workflows/deploy-environment.yml@main`, `${FULL_NAME}/.github/workflows/stop-client.yml@main`],
+    });
+    expect(settings(setup, 'check', 'prod').status).toBe(0);
+  });
+
+  test('apply refuses what it cannot do: prod without its reviewer team, a runner group GitHub does not show (a plan without the restriction)', () => {
+    const setup = workspace();
+    const noTeam = settings(setup, 'apply', 'prod');
+    expect(noTeam.status).toBe(2);
+    expect(noTeam.stderr).toContain('infra/env/prod.pipeline.json asks for required reviewers in prod: give --reviewer-team <team id>');
+    const noGroup = settings(setup, 'apply', 'prod', '--reviewer-team', PROD_REVIEWERS, '--runner-group', '78');
+    expect(noGroup.status).not.toBe(0);
+    expect(noGroup.stderr).toContain('the runner group (an organization owner, on GitHub Enterprise Cloud)');
   });
 });
 
@@ -1167,35 +1489,24 @@ describe("closed storage: only the app and the environment's runners inside its 
     const setup = workspace();
     setRunnerGroup(setup, 'prod', '');
     const failure = refusal(() => run('push', setup, '961'));
-    expect(failure.step).toBe("deploy-prod > provenance: the deploy job's runner (the environment's runner group in its network, or GitHub-hosted)");
+    // The first job to read prod's target is its what-if, which deploy-prod needs: nothing of prod runs.
+    expect(failure.step).toBe('what-if (prod): target');
     expect(failure.stderr).toContain("the environment's storage is closed (networkIsolated, storagePublicAccess false): set privateRunnerGroup");
     expect(calls(setup.log).filter((c) => groupOf(c) === 'rg-drawreq-prod' || c.as === TARGETS.prod.deployClientId)).toEqual([]);
   });
 });
 
-describe("on-call's emergency stop: the stop-client workflow, on the environment's runner, as its stop identity", () => {
-  const STOP_SUBJECT = (env: string) => `repo:octo-org@123/octo-repo@456:environment:${env}-stop`;
+describe("on-call's emergency stop: the stop-client workflow, on the environment's runner, as its stop identity, puts the client on the stop list", () => {
+  const STOP_SUBJECT = (env: string) =>
+    `repo:octo-org@123/octo-repo@456:environment:${env}-stop:ref:refs/heads/main:job_workflow_ref:octo-org/octo-repo/.github/workflows/stop-client.yml@refs/heads/main`;
   /** Dispatches stop-client.yml from main (or `ref`); records the tokens its sign-ins present. */
   const stop = (setup: Setup, inputs: Record<string, unknown>, tokens: Array<[string, string]> = [], ref?: string): RunRecord =>
-    runWorkflow('stop-client.yml', {
-      workspace: setup.workspace,
-      event: 'workflow_dispatch',
-      ref,
-      inputs,
-      runId: '970',
-      artifacts: setup.artifacts,
-      env: standInEnv(setup),
-      repository: REPOSITORY,
-      runner: runnerEnv,
-      login: (clientId, token) => {
-        exchange(clientId, token, CREDENTIALS);
-        tokens.push([clientId, token.sub]);
-        signIn(setup.state, clientId, 'servicePrincipal');
-      },
-    });
-  const partnerRows = (setup: Setup, account: string) =>
-    (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/Partners`] ??
+    runOther(setup, 'stop-client.yml', { event: 'workflow_dispatch', ref, inputs, runId: '970', tokens });
+  const rowsOf = (setup: Setup, account: string, table: string) =>
+    (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/${table}`] ??
     {};
+  const partnerRows = (setup: Setup, account: string) => rowsOf(setup, account, 'Partners');
+  const stopRows = (setup: Setup, account: string) => rowsOf(setup, account, 'StoppedClients');
   /** The az calls after the deployment that wrote the rows (log cut there). */
   const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
   const deployed = (): Setup => {
@@ -1206,7 +1517,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
   };
   const PROD_CLIENT = PARTNERS.prod[0].clientAppId;
 
-  test("prod: runs on prod's runner group, inside its network, as the stop identity from prod-stop, and merges Active=false into the client's row only", () => {
+  test("prod: runs on prod's runner group, inside its network, as the stop identity from prod-stop, reads the client's Partners row and inserts its stop-list row, nothing else", () => {
     const setup = deployed();
     const before = partnerRows(setup, 'stdrawreqprodabc123');
     const tokens: Array<[string, string]> = [];
@@ -1217,32 +1528,136 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const log = stopCalls(setup);
     expect(log.map((c) => `${c.as}: ${verb(c)} ${after(c, '--account-name')}/${after(c, '--table-name')}`)).toEqual([
       'prod-stop-client: storage entity show stdrawreqprodabc123/Partners',
-      'prod-stop-client: storage entity merge stdrawreqprodabc123/Partners',
+      'prod-stop-client: storage entity insert stdrawreqprodabc123/StoppedClients',
     ]);
-    const merge = log[1];
-    expect(merge.args.slice(merge.args.indexOf('--entity') + 1, merge.args.indexOf('--entity') + 5)).toEqual([
+    const insert = log[1];
+    expect(after(insert, '--if-exists')).toBe('fail'); // Insert Entity: the stop identity's one write
+    expect(insert.args.slice(insert.args.indexOf('--entity') + 1, insert.args.indexOf('--entity') + 4)).toEqual([
       `PartitionKey=${PROD_CLIENT}`,
       'RowKey=',
-      'Active=false',
-      'Active@odata.type=Edm.Boolean',
+      'StopId=970',
     ]);
-    // Conditioned on an existing row: a merge that can never create one.
-    expect(after(merge, '--if-match')).toBe('*');
-    expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual({ ...before, [PROD_CLIENT]: { ...before[PROD_CLIENT], Active: 'false' } });
+    expect(Object.keys(stopRows(setup, 'stdrawreqprodabc123'))).toEqual([PROD_CLIENT]);
+    expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before); // the Partners row is untouched
     expect(record.summaries.stop).toContain(`Client ${PROD_CLIENT} stopped in prod`);
-    expect(record.summaries.stop).toContain('commit `"active": false` for this client in `infra/env/prod.parameters.json`');
-    // The service refuses the client from now on (the function app stand-in reads the same rows).
-    expect(JSON.stringify(partnerRows(setup, 'stdrawreqprodabc123')[PROD_CLIENT])).toContain('"Active":"false"');
+    expect(record.summaries.stop).toContain('adds `"liftStop": "970"` to this client\'s entry in `infra/env/prod.parameters.json`');
   });
 
-  test('dev (open): a GitHub-hosted runner, dev-stop, the same single merge', () => {
+  test('dev (open): a GitHub-hosted runner, dev-stop, the same single insert; a second stop of the same client changes nothing', () => {
     const setup = deployed();
     const tokens: Array<[string, string]> = [];
     const record = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId }, tokens);
     expect(record.runners.stop).toBe('ubuntu-24.04');
     expect(tokens).toEqual([['dev-stop-client', STOP_SUBJECT('dev')]]);
-    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['dev-stop-client: storage entity show', 'dev-stop-client: storage entity merge']);
-    expect(partnerRows(setup, 'stdrawreqdevabc123')[PARTNERS.dev[0].clientAppId].Active).toBe('false');
+    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['dev-stop-client: storage entity show', 'dev-stop-client: storage entity insert']);
+    const stopped = stopRows(setup, 'stdrawreqdevabc123');
+    expect(Object.keys(stopped)).toEqual([PARTNERS.dev[0].clientAppId]);
+    const again = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId });
+    expect(again.steps.at(-1)).toBe('stop: put the client on the stop list');
+    expect(stopRows(setup, 'stdrawreqdevabc123')).toEqual(stopped); // already stopped: the first stop stays as it was
+  });
+
+  test('the stop identity can stop a client and nothing else: it cannot lift a stop, change a PartnerId, delete a row or a table (its roles, as Azure applies them)', () => {
+    const setup = deployed();
+    stop(setup, { environment: 'prod', client_id: PROD_CLIENT });
+    signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
+    const before = JSON.stringify((JSON.parse(readFileSync(setup.state, 'utf8')) as { tables: unknown }).tables);
+    const az = (...args: string[]) =>
+      spawnSync(join(setup.bin, 'az'), [...args, '--auth-mode', 'login', '--account-name', 'stdrawreqprodabc123'], {
+        env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK },
+        encoding: 'utf8',
+      });
+    const key = ['--partition-key', PROD_CLIENT, '--row-key', ''];
+    const attempts: Array<[string, string[]]> = [
+      ['lift its stop: delete the row', ['storage', 'entity', 'delete', '--table-name', 'StoppedClients', ...key]],
+      [
+        'lift its stop: replace the row',
+        ['storage', 'entity', 'replace', '--table-name', 'StoppedClients', '--entity', `PartitionKey=${PROD_CLIENT}`, 'RowKey='],
+      ],
+      [
+        'lift its stop: merge into the row',
+        ['storage', 'entity', 'merge', '--table-name', 'StoppedClients', '--if-match', '*', '--entity', `PartitionKey=${PROD_CLIENT}`, 'RowKey='],
+      ],
+      [
+        'change a PartnerId: merge',
+        ['storage', 'entity', 'merge', '--table-name', 'Partners', '--if-match', '*', '--entity', `PartitionKey=${PROD_CLIENT}`, 'RowKey=', 'PartnerId=OTHER'],
+      ],
+      [
+        'change a PartnerId: insert or replace',
+        [
+          'storage',
+          'entity',
+          'insert',
+          '--table-name',
+          'Partners',
+          '--if-exists',
+          'replace',
+          '--entity',
+          `PartitionKey=${PROD_CLIENT}`,
+          'RowKey=',
+          'PartnerId=OTHER',
+        ],
+      ],
+      [
+        'undo an inactive row: replace',
+        ['storage', 'entity', 'replace', '--table-name', 'Partners', '--entity', `PartitionKey=${PROD_CLIENT}`, 'RowKey=', 'Active=true'],
+      ],
+      [
+        'register a client: insert a Partners row',
+        [
+          'storage',
+          'entity',
+          'insert',
+          '--table-name',
+          'Partners',
+          '--entity',
+          'PartitionKey=6e6e6e6e-1234-4abc-8def-0123456789ab',
+          'RowKey=',
+          'PartnerId=PARTNER-001',
+        ],
+      ],
+      ['delete a Partners row', ['storage', 'entity', 'delete', '--table-name', 'Partners', ...key]],
+      ['delete the stop list', ['storage', 'table', 'delete', '--name', 'StoppedClients']],
+      ['delete the Partners table', ['storage', 'table', 'delete', '--name', 'Partners']],
+      ['read a loan', ['storage', 'entity', 'show', '--table-name', 'Loans', '--partition-key', '1001', '--row-key', '']],
+    ];
+    for (const [what, args] of attempts) {
+      const result = az(...args);
+      expect({ what, status: result.status, refused: result.stderr.includes('AuthorizationPermissionMismatch') }).toEqual({ what, status: 1, refused: true });
+    }
+    expect(JSON.stringify((JSON.parse(readFileSync(setup.state, 'utf8')) as { tables: unknown }).tables)).toBe(before);
+    // The same calls as the deploying identity are allowed (the check can pass): it lifts stops and writes Partners.
+    signIn(setup.state, 'prod-deploy-client', 'servicePrincipal');
+    expect(az('storage', 'entity', 'delete', '--table-name', 'StoppedClients', ...key).status).toBe(0);
+  });
+
+  test('a deployment does not undo a stop; a reviewed liftStop naming the stop lifts it; a later stop of the client stays', () => {
+    const setup = deployed();
+    stop(setup, { environment: 'prod', client_id: PROD_CLIENT });
+    run('push', setup, '971'); // the next deployment, its parameters file unchanged
+    expect(Object.keys(stopRows(setup, 'stdrawreqprodabc123'))).toEqual([PROD_CLIENT]);
+    // The reviewed change: the client's entry names the stop it lifts (the stop's run id, 970).
+    const parametersFile = join(setup.workspace, 'infra', 'env', 'prod.parameters.json');
+    const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: { partners: { value: Array<Record<string, unknown>> } } };
+    parameters.parameters.partners.value[0].liftStop = '970';
+    writeFileSync(parametersFile, JSON.stringify(parameters));
+    rmSync(setup.log);
+    const record = run('push', setup, '972');
+    expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({});
+    const deletes = calls(setup.log).filter((c) => isCall(c, 'storage', 'entity', 'delete'));
+    expect(deletes.map((c) => [c.as, after(c, '--table-name'), after(c, '--partition-key'), after(c, '--if-match').startsWith('W/')])).toEqual([
+      ['prod-deploy-client', 'StoppedClients', PROD_CLIENT, true],
+    ]);
+    expect(record.steps).toContain('deploy-prod > deploy: what-if, then the infrastructure and the Partners rows');
+    // Stopped again by a later run (973): the file still names 970, so the deployment keeps the new stop.
+    signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
+    const later = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], {
+      env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK, GITHUB_RUN_ID: '973' },
+      encoding: 'utf8',
+    });
+    expect([later.status, later.stderr]).toEqual([0, '']);
+    run('push', setup, '974');
+    expect(Object.values(stopRows(setup, 'stdrawreqprodabc123')).map((row) => row.StopId)).toEqual(['973']);
   });
 
   test("from outside prod's network the closed account refuses: nothing changes, and the message names the runner group", () => {
@@ -1294,22 +1709,29 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const before = partnerRows(setup, 'stdrawreqprodabc123');
     const unknown = '0f0f0f0f-1234-4abc-8def-0123456789ab';
     const failure = refusal(() => stop(setup, { environment: 'prod', client_id: unknown }));
-    expect(failure.step).toBe("stop: set the client's Partners row inactive (Active=false)");
+    expect(failure.step).toBe('stop: put the client on the stop list');
     expect(failure.stderr).toContain(`ERR_STOP_NO_ROW: client ${unknown} has no Partners row in prod`);
     expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['prod-stop-client: storage entity show']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before);
+    expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({});
   });
 
-  test('the stop identity signs in only from <env>-stop, and the deploy identity never from there', () => {
-    const from = (environment: string): OidcToken => ({
-      iss: 'https://token.actions.githubusercontent.com',
-      sub: `repo:octo-org@123/octo-repo@456:environment:${environment}`,
-      aud: 'api://AzureADTokenExchange',
+  test("the stop identity signs in only from main's stop-client.yml in <env>-stop, and the deploy identity never from there", () => {
+    const from = (environment: string, file = 'stop-client.yml'): OidcToken => ({
+      iss: GITHUB_ISSUER,
+      sub: githubSubject(REPOSITORY, {
+        environment,
+        event: 'workflow_dispatch',
+        ref: 'refs/heads/main',
+        jobWorkflowRef: `octo-org/octo-repo/.github/workflows/${file}@refs/heads/main`,
+      }),
+      aud: AZURE_AUDIENCE,
     });
     for (const env of ['dev', 'prod'] as const) {
       const of = (identity: string) => CREDENTIALS[env].filter((c) => c.identity === `id-drawreq-${env}-${identity}`);
       expect(matching(of('stop'), from(`${env}-stop`))).toHaveLength(1);
       expect(matching(of('stop'), from(env))).toEqual([]);
+      expect(matching(of('stop'), from(`${env}-stop`, 'deploy-environment.yml'))).toEqual([]);
       expect(matching(of('deploy'), from(`${env}-stop`))).toEqual([]);
       expect(matching(of('plan'), from(`${env}-stop`))).toEqual([]);
     }

@@ -1,7 +1,8 @@
 /**
  * Storage round trips per request (docs/contract.md §4), counted at a proxy in front of a real Azurite:
  * one parallel round of point reads, then (with a new Idempotency-Key) one insert, then one transaction,
- * whatever the batch size; no partner read once the partner is cached; never a call per element in sequence.
+ * whatever the batch size; the partner's row and its stop-list row in that same round, and neither once the
+ * partner is cached; never a call per element in sequence.
  */
 import { Harness, draw } from '../support/harness';
 import type { FaultProxy } from '../support/storageProxies';
@@ -31,11 +32,15 @@ async function callsFor(size: number, expectedReads: number, key?: string) {
   return { reads, commits, other: proxy.arrivals.length - reads.length - commits.length, maxInFlight: proxy.maxInFlight };
 }
 
-test('a cold partner cache: the partner is read in the same round as the loans and draws', async () => {
+test('a cold partner cache: the partner and its stop-list row are read in the same round as the loans and draws', async () => {
   h.rebuild({}, h.settingsVia(proxy.port));
-  const { reads, commits, other, maxInFlight } = await callsFor(3, 7);
-  expect(reads).toHaveLength(1 + 2 * 3); // partner, 3 loans, 3 draw rows
-  expect(maxInFlight).toBe(reads.length); // all in flight at once: one round
+  const { reads, commits, other, maxInFlight } = await callsFor(3, 8);
+  expect(reads).toHaveLength(2 + 2 * 3); // partner, its stop-list row, 3 loans, 3 draw rows
+  const { partnersTable, stoppedClientsTable } = h.config.tables;
+  expect(reads.filter((r) => [partnersTable, stoppedClientsTable].includes(r.table)).map((r) => r.table)).toEqual(
+    expect.arrayContaining([partnersTable, stoppedClientsTable]),
+  );
+  expect(maxInFlight).toBe(reads.length); // all in flight at once: one round, the stop list's read included
   expect(commits).toHaveLength(1);
   expect(other).toBe(0);
 });

@@ -111,7 +111,8 @@ test("reads storage never answers: 502 at the read deadline, every read's connec
 
   expectGenericProblem(reply, 502);
   expect(h.recordOf(reply)?.reason).toBe('ERR_STORAGE_TIMEOUT');
-  expect(held.map((r) => r.kind)).toEqual(['read', 'read', 'read']); // the partner (a new instance), the loan, today's draw row
+  // the partner and its stop-list row (a new instance), the loan, today's draw row
+  expect(held.map((r) => r.kind)).toEqual(['read', 'read', 'read', 'read']);
   expect(h.recordOf(reply)?.durations.read).toBeLessThan(readMs + slackMs);
   expect(answeredAt - Math.min(...held.map((r) => r.arrivedAt))).toBeLessThan(readMs + slackMs);
   for (const ms of closedAfter(held)) expect(ms).toBeLessThan(readMs + slackMs);

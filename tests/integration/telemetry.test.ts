@@ -28,7 +28,13 @@ import { ROOT } from '../../scripts/bundle';
 import { WorkerHost } from '../support/workerHost';
 
 const AUDIENCE = 'api://telemetry-tests';
-const TABLES = { partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'DrawRequests', idempotencyTable: 'IdempotencyKeys' };
+const TABLES = {
+  partnersTable: 'Partners',
+  loansTable: 'Loans',
+  drawsTable: 'DrawRequests',
+  idempotencyTable: 'IdempotencyKeys',
+  stoppedClientsTable: 'StoppedClients',
+};
 const REQUESTOR = 'private.person@partner.example';
 const FUNCTION_URL = 'https://draw-request-service.example/DrawRequest';
 /** The host's WorkerTerminate grace period (WorkerConstants.WorkerTerminateGracePeriodInSeconds). */
@@ -265,13 +271,13 @@ test('everything an invocation records carries the operation id of its tracePare
   const types = new Set(correlated.map((e) => e.data.baseType));
   expect(types).toEqual(new Set(['EventData', 'RemoteDependencyData']));
   const dependencies = ofType(correlated, 'RemoteDependencyData').map((d) => d.data.baseData);
-  // Table Storage, one HTTP dependency of the account per round: the partner read, the batch's reads
-  // (a loan and a draw row: two calls) and the commit. The Azure SDK's own spans are not recorded.
+  // Table Storage, one HTTP dependency of the account per round: the partner read (its row and its
+  // stop-list row: two calls), the batch's reads (a loan and a draw row: two calls) and the commit. The Azure SDK's own spans are not recorded.
   const storage = dependencies.filter((d) => d.target === `127.0.0.1:${azurite.port}`);
   expect(storage.map((d) => [d.name, d.type, d.resultCode, d.success, d.properties?.calls, d.properties?.failedCalls]).sort()).toEqual([
     ['commitDraws DrawRequests', 'Http', '202', true, '1', '0'],
     ['readBatchState Loans+DrawRequests', 'Http', '200', true, '2', '0'],
-    ['readPartner Partners', 'Http', '200', true, '1', '0'],
+    ['readPartner Partners+StoppedClients', 'Http', '200', true, '2', '0'],
   ]);
   expect(dependencies.filter((d) => String(d.type).startsWith('InProc'))).toEqual([]);
   expect(storage.every((d) => !JSON.stringify(d).includes(REQUESTOR))).toBe(true);

@@ -7,7 +7,10 @@
 // AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] },
 //           tokens: { <access token>: { client, scope } } (the tokens it issued), tables: { <account>/<table>:
 //           { <PartitionKey>: { property: value } } } (the rows it inserted or merged); both for the test's function app;
-//           storage: { <account>: { publicNetworkAccess, defaultAction, privateNetwork } } (as the last deployment left it) }
+//           storage: { <account>: { publicNetworkAccess, defaultAction, privateNetwork } } (as the last deployment left it),
+//           tableAccess?: { <signed-in name>: { <account>/<table>: [Table service operations its roles allow] } }
+//           (tests/support/tableRbac.ts works them out from infra/'s role assignments; when given, every
+//           table call of anyone is refused as Azure refuses it unless the operation is listed) }
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
 // AZ_CALLER_NETWORK: the virtual network the caller runs in (a private-networked runner's), if any.
 const { createHash } = require('node:crypto');
@@ -74,11 +77,17 @@ function outputsFor(parametersFile, inline) {
     functionAppUrl: state.functionAppUrl,
     storageAccountName: `stdrawreq${env}abc123`,
     partnersTableName: value('partnersTableName', 'Partners'),
+    stoppedClientsTableName: value('stoppedClientsTableName', 'StoppedClients'),
     apiAppId: `api-app-id-${env}`,
     apiIdentifierUri: `api://api-app-id-${env}`,
     networkIsolated: value('networkIsolated', false),
     storageClosed: value('networkIsolated', false) && !value('storagePublicAccess', true),
-    partnerRows: [...value('partners', []), ...smoke].map((p) => ({ clientId: p.clientAppId, partnerId: p.partnerId, active: p.active ?? true })),
+    partnerRows: [...value('partners', []), ...smoke].map((p) => ({
+      clientId: p.clientAppId,
+      partnerId: p.partnerId,
+      active: p.active ?? true,
+      liftStop: p.liftStop ?? '',
+    })),
   };
   return Object.fromEntries(
     Object.entries(outputs).map(([k, v]) => [k, { type: Array.isArray(v) ? 'Array' : typeof v === 'boolean' ? 'Bool' : 'String', value: v }]),
@@ -122,6 +131,16 @@ function admitOnNetwork() {
   const inside = network?.privateNetwork != null && process.env.AZ_CALLER_NETWORK === network.privateNetwork;
   const admitted = network === undefined || inside || (network.publicNetworkAccess === 'Enabled' && network.defaultAction === 'Allow');
   if (!admitted) fail('This request is not authorized to perform this operation.\nErrorCode:AuthorizationFailure');
+}
+/**
+ * The caller's data-plane permission for one Table service operation (Microsoft's names, "Permissions for
+ * calling data operations"), when the state says what each identity's roles allow.
+ */
+function authorize(operation) {
+  if (state.tableAccess === undefined) return;
+  const table = `${option('--account-name')}/${option('--table-name') ?? option('--name')}`;
+  if (!(state.tableAccess[state.signedIn.name]?.[table] ?? []).includes(operation))
+    fail('This request is not authorized to perform this operation using this permission.\nErrorCode:AuthorizationPermissionMismatch');
 }
 /** --entity name=value pairs, as given (values are strings; name@odata.type gives a value's type). */
 const entityGiven = () => Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
@@ -201,16 +220,48 @@ switch (command) {
     answer(state.deployments[option('--resource-group')] ?? []);
     break;
   case 'storage entity insert': {
+    // --if-exists fail (the default): Insert Entity, refused for a row that exists; merge and replace:
+    // Insert Or Merge / Insert Or Replace (azure-cli#22236, fixed by #22334: fail no longer upserts).
     admitOnNetwork();
+    const ifExists = option('--if-exists') ?? 'fail';
+    authorize({ fail: 'Insert Entity', merge: 'Insert Or Merge Entity', replace: 'Insert Or Replace Entity' }[ifExists]);
     const entity = entityGiven();
     const table = `${option('--account-name')}/${option('--table-name')}`;
-    state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: entity } };
+    const existing = state.tables?.[table]?.[entity.PartitionKey];
+    if (ifExists === 'fail' && existing !== undefined && existing.RowKey === entity.RowKey)
+      fail('The specified entity already exists.\nErrorCode:EntityAlreadyExists');
+    const written = ifExists === 'merge' ? { ...existing, ...entity } : entity;
+    state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: written } };
     save();
-    answer({ etag: etagOf(entity) });
+    answer({ etag: etagOf(written) });
+    break;
+  }
+  case 'storage entity delete': {
+    // Delete Entity, with If-Match: the row as read (its ETag) or any (*).
+    admitOnNetwork();
+    authorize('Delete Entity');
+    const table = `${option('--account-name')}/${option('--table-name')}`;
+    const row = state.tables?.[table]?.[option('--partition-key')];
+    if (row === undefined || row.RowKey !== option('--row-key')) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    const ifMatch = option('--if-match') ?? '*';
+    if (ifMatch !== '*' && ifMatch !== etagOf(row))
+      fail('The update condition specified in the request was not satisfied.\nErrorCode:UpdateConditionNotSatisfied');
+    delete state.tables[table][option('--partition-key')];
+    save();
+    answer({ deleted: true });
+    break;
+  }
+  case 'storage table delete': {
+    admitOnNetwork();
+    authorize('Delete Table');
+    delete state.tables?.[`${option('--account-name')}/${option('--name')}`];
+    save();
+    answer({ deleted: true });
     break;
   }
   case 'storage entity show': {
     admitOnNetwork();
+    authorize('Query Entities');
     const row = state.tables?.[`${option('--account-name')}/${option('--table-name')}`]?.[option('--partition-key')];
     if (row === undefined || row.RowKey !== option('--row-key')) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
     answer({ ...typed(row), etag: etagOf(row) });
@@ -221,6 +272,7 @@ switch (command) {
     // without it, modelled as the REST API's Insert Or Merge, which creates the row (a script must not rely
     // on the CLI's default).
     admitOnNetwork();
+    authorize(option('--if-match') === undefined ? 'Insert Or Merge Entity' : 'Merge Entity');
     const entity = entityGiven();
     const table = `${option('--account-name')}/${option('--table-name')}`;
     const row = state.tables?.[table]?.[entity.PartitionKey];
@@ -233,6 +285,19 @@ switch (command) {
     state.tables = { ...state.tables, [table]: { ...state.tables?.[table], [entity.PartitionKey]: merged } };
     save();
     answer({ etag: etagOf(merged) });
+    break;
+  }
+  case 'storage entity replace': {
+    // Update Entity: an existing row replaced whole (If-Match, * by default).
+    admitOnNetwork();
+    authorize('Update Entity');
+    const entity = entityGiven();
+    const table = `${option('--account-name')}/${option('--table-name')}`;
+    const row = state.tables?.[table]?.[entity.PartitionKey];
+    if (row === undefined || row.RowKey !== entity.RowKey) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    state.tables[table][entity.PartitionKey] = entity;
+    save();
+    answer({ etag: etagOf(entity) });
     break;
   }
   case 'functionapp deploy': {

@@ -1,7 +1,8 @@
 /**
  * Evaluates the part of a Bicep deployment the tests need to know as values, not as source text: which
- * federated credentials the bootstrap gives each pipeline identity for given parameters, and the function
- * app's always-ready groups for an environment's parameters (or the template's `fail()`). No Bicep
+ * federated credentials the bootstrap gives each pipeline identity for given parameters, which role each
+ * role assignment of a module grants on which resource, and the function app's always-ready groups for an
+ * environment's parameters (or the template's `fail()`). No Bicep
  * compiler can be installed here, so the files are parsed with the tree-sitter Bicep grammar (as
  * tests/unit/infra.test.ts parses them) and the expressions are evaluated from that tree with ARM's
  * semantics for the few constructs these files use. Anything else throws, naming the construct: an
@@ -134,6 +135,57 @@ export class BicepFile {
       .find(([key]) => key.text === 'params');
     if (params === undefined) return {};
     return Object.fromEntries(named(params[1]).map((p) => [named(p)[0].text, () => this.evaluate(named(p)[1], new Map())]));
+  }
+
+  /** The symbols of the resources of `type` the file declares (not `existing` ones), in file order. */
+  declared(type: string): string[] {
+    return [...this.resources.entries()]
+      .filter(([, node]) => !node.children.some((c) => c.type === 'existing'))
+      .filter(([, node]) => this.typeText(node) === type)
+      .map(([symbol]) => symbol);
+  }
+
+  /** A resource's type, without its API version. */
+  typeOf(symbol: string): string {
+    const node = this.resources.get(symbol);
+    if (node === undefined) throw new Error(`${this.path}: no resource ${symbol}`);
+    return this.typeText(node);
+  }
+
+  /** A resource declaration's type string, without its API version. */
+  private typeText(node: SyntaxNode): string {
+    const type = this.evaluate(named(node)[1], new Map());
+    if (typeof type !== 'string') throw new Unsupported('a resource type that is not a string', node);
+    return type.split('@')[0];
+  }
+
+  /**
+   * One property of a resource's body (`properties.roleDefinitionId`, `scope`), evaluated alone: the rest
+   * of the body (a name made with guid(), say) is not evaluated. Only for a resource without a loop.
+   */
+  property(symbol: string, path: string): Value {
+    const node = this.propertyNode(symbol, path);
+    if (node === undefined) throw new Error(`${this.path}: ${symbol} has no ${path}`);
+    return this.evaluate(node, new Map());
+  }
+
+  /** The source text of one property of a resource's body (`deploy.properties.principalId`), undefined when it has none. */
+  propertyText(symbol: string, path: string): string | undefined {
+    return this.propertyNode(symbol, path)?.text;
+  }
+
+  private propertyNode(symbol: string, path: string): SyntaxNode | undefined {
+    const node = this.resources.get(symbol);
+    if (node === undefined) throw new Error(`${this.path}: no resource ${symbol}`);
+    let value: SyntaxNode | undefined = named(node).find((c) => c.type === 'object' || c.type === 'if_statement');
+    if (value?.type === 'if_statement') value = named(value).at(-1);
+    if (value === undefined || value.type !== 'object') throw new Unsupported('a looped resource', node);
+    for (const key of path.split('.')) {
+      const property: SyntaxNode | undefined = named(value).find((p) => p.type === 'object_property' && named(p)[0]?.text === key);
+      if (property === undefined) return undefined;
+      value = named(property)[1];
+    }
+    return value;
   }
 
   /** Every instance of the resources of `type` the file declares (not `existing` ones). */
@@ -343,6 +395,11 @@ export class BicepFile {
       case 'fail':
         // Bicep's fail(message): the deployment stops with the message (reached only where a condition chose it).
         throw new DeploymentRefused(strings()[0]);
+      case 'subscriptionResourceId': {
+        // The subscription is the deployment's; only the type and name are the template's.
+        const [type, name] = strings();
+        return `/subscriptions/<subscription id>/providers/${type}/${name}`;
+      }
       case 'length': {
         const [value] = args;
         if (typeof value === 'string' || Array.isArray(value)) return value.length;

@@ -7,6 +7,8 @@ export const BUILT_IN_ROLES: Readonly<Record<string, string>> = {
   'b279062a-9be3-42a0-92ae-8b3cf002ec4d': 'Workbook Reader',
   '43d0d8ad-25c7-4714-9337-8ba259a9fe05': 'Monitoring Reader',
   '73c42c96-874c-492b-b04d-ab87d138a893': 'Log Analytics Reader',
+  'b24988ac-6180-42a0-ab88-20f7382dd24c': 'Contributor',
+  'f58310d9-a9f6-439a-9e8d-f62e7b41a168': 'Role Based Access Control Administrator',
 };
 
 /** The entries of BUILT_IN_ROLES with these names, by id (a name not in it is an error, not a gap). */

@@ -2,13 +2,13 @@
 // The deployed function app as the pipeline tests see it (tests/integration/pipeline.test.ts): an HTTP
 // server that answers POST /DrawRequest as docs/contract.md says the service does, from the state the
 // pipeline left behind. Its Entra is the az stand-in (the tokens it issued, for which scope), its Partners
-// table the rows the partners step inserted through that stand-in, and its settings come from a
+// table and stop list the rows written through that stand-in, and its settings come from a
 // config file read on every request, so a test can deploy the service "wrongly". The answers' bytes are
 // the service's own (lib/problem.ts), built by the test; tests/integration/smokeCheck.test.ts proves the
 // smoke request against the real handler.
 //
 // Usage: node functionAppStandIn.cjs <request log> <config file>; prints its port.
-// Config: { azState, audiences: [scope], settings: { partnersTable, loansTable, drawsTable, idempotencyTable },
+// Config: { azState, audiences: [scope], settings: { partnersTable, loansTable, drawsTable, idempotencyTable, stoppedClientsTable },
 //           tables: [names the storage account has], loanNumbers: [loans that exist], records: bool (a broken
 //           service that records what it must refuse), answers: { noToken, badToken, dependencyFailed,
 //           noSuchLoan ("loan exists" for each element of one batch), other, recorded }: { status, headers, body } }
@@ -27,10 +27,13 @@ function answer(config, authorization, text) {
   if (issued === undefined || !config.audiences.includes(issued.scope)) return answers.badToken;
   // A table a setting names that the account does not have fails the reads: 502, never 401.
   if (Object.values(config.settings).some((table) => !config.tables.includes(table))) return answers.dependencyFailed;
-  const partner = Object.entries(az.tables ?? {})
-    .filter(([name]) => name.endsWith(`/${config.settings.partnersTable}`))
-    .map(([, rows]) => rows[issued.client])
-    .find((row) => row !== undefined);
+  const rowOf = (table) =>
+    Object.entries(az.tables ?? {})
+      .filter(([name]) => name.endsWith(`/${table}`))
+      .map(([, rows]) => rows[issued.client])
+      .find((row) => row !== undefined);
+  const partner = rowOf(config.settings.partnersTable);
+  if (rowOf(config.settings.stoppedClientsTable) !== undefined) return answers.badToken; // on the stop list
   if (partner === undefined || partner.Active !== 'true' || !partner.PartnerId) return answers.badToken;
   let draws;
   try {

@@ -180,8 +180,9 @@ export class Harness {
     await putPartner(this.table('partners'), { clientId: OTHER_CLIENT, partnerId: OTHER_PARTNER, active: true });
   }
 
-  table(which: 'partners' | 'loans' | 'draws'): TableClient {
-    const name = { partners: this.config.tables.partnersTable, loans: this.config.tables.loansTable, draws: this.config.tables.drawsTable }[which];
+  table(which: 'partners' | 'loans' | 'draws' | 'stops'): TableClient {
+    const { partnersTable, loansTable, drawsTable, stoppedClientsTable } = this.config.tables;
+    const name = { partners: partnersTable, loans: loansTable, draws: drawsTable, stops: stoppedClientsTable }[which];
     return tableClient(this.azurite.connectionString, name);
   }
 

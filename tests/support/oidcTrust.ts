@@ -5,7 +5,10 @@
  *     reference, "Example subject claims" and "Immutable subject claims"): `repo:OWNER/REPO:CONTEXT`, or
  *     `repo:OWNER@OWNER-ID/REPO@REPO-ID:CONTEXT` for a repository that uses immutable subject claims, where
  *     the context is `environment:NAME` when the job references an environment, else `pull_request` for a
- *     pull request event, else `ref:REF`; a `:` inside a value is written `%3A`.
+ *     pull request event, else `ref:REF`; a `:` inside a value is written `%3A`. Under a repository's
+ *     customized template (`include_claim_keys`, "Customizing the subject claims"), each key in its order:
+ *     `repo` and `context` as above, any other claim as `KEY:VALUE` (`ref:refs/heads/main`,
+ *     `job_workflow_ref:OWNER/REPO/.github/workflows/FILE@REF`: the file the job is defined in, at its ref).
  *   - Microsoft Entra ID: a federated identity credential accepts a token only if its issuer, subject and
  *     audience match exactly (case-sensitive; no wildcards), at most 20 credentials per identity.
  *   - This repository: the credentials infra/bootstrap.bicep gives each identity, evaluated from the
@@ -13,6 +16,22 @@
  */
 import { join } from 'node:path';
 import { BicepFile, ResourceRef, type Value } from './bicepEvaluation';
+
+/** The repository's subject template (`include_claim_keys`), as scripts/githubSettings.cjs applies it. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const SUBJECT_CLAIM_KEYS: readonly string[] = (require(join(__dirname, '..', '..', 'scripts', 'githubSettings.cjs')) as { SUBJECT_CLAIM_KEYS: string[] })
+  .SUBJECT_CLAIM_KEYS;
+
+/**
+ * The federated credentials infra/bootstrap.bicep gave an environment's identities before issue #40 (the
+ * default template's subjects: `environment:<env>`, `pull_request`, `environment:<env>-stop`), in both
+ * subject forms: what an existing environment keeps until the migration deletes them (docs/deploy.md).
+ */
+export const EARLIER_CREDENTIALS = (env: string): Record<string, string[]> => ({
+  [`id-drawreq-${env}-deploy`]: [`github-environment-${env}`, `github-environment-${env}-immutable`],
+  [`id-drawreq-${env}-plan`]: ['github-pull-requests', 'github-pull-requests-immutable'],
+  [`id-drawreq-${env}-stop`]: [`github-environment-${env}-stop`, `github-environment-${env}-stop-immutable`],
+});
 
 /** GitHub's OIDC issuer for github.com (not GitHub Enterprise Server). */
 export const GITHUB_ISSUER = 'https://token.actions.githubusercontent.com';
@@ -28,14 +47,18 @@ export interface GitHubRepository {
   readonly id: string;
   /** Created after 15 July 2026, renamed or transferred since, or opted in. */
   readonly immutableSubject: boolean;
+  /** The repository's customized subject template (`include_claim_keys`); absent: GitHub's default. */
+  readonly subjectClaimKeys?: readonly string[];
 }
 
 export interface GitHubJob {
   /** The GitHub environment the job references, if any. */
   readonly environment?: string;
   readonly event: string;
-  /** github.ref: refs/heads/main, refs/pull/1/merge, … */
+  /** github.ref: refs/heads/main, refs/pull/1/merge, … (a called workflow's job: its caller's). */
   readonly ref: string;
+  /** job_workflow_ref: `OWNER/REPO/.github/workflows/FILE@REF` of the file the job is defined in. */
+  readonly jobWorkflowRef?: string;
 }
 
 export interface OidcToken {
@@ -46,14 +69,27 @@ export interface OidcToken {
 
 const escape = (value: string) => value.replaceAll(':', '%3A');
 
-/** The `sub` claim GitHub's default template gives this job's token. */
+/** The `sub` claim GitHub gives this job's token, by the repository's template (its default, or its customized one). */
 export function githubSubject(repository: GitHubRepository, job: GitHubJob): string {
   const repo = repository.immutableSubject
     ? `repo:${repository.owner}@${repository.ownerId}/${repository.name}@${repository.id}`
     : `repo:${repository.owner}/${repository.name}`;
-  if (job.environment !== undefined && job.environment !== '') return `${repo}:environment:${escape(job.environment)}`;
-  if (job.event === 'pull_request') return `${repo}:pull_request`;
-  return `${repo}:ref:${escape(job.ref)}`;
+  const context =
+    job.environment !== undefined && job.environment !== ''
+      ? `environment:${escape(job.environment)}`
+      : job.event === 'pull_request'
+        ? 'pull_request'
+        : `ref:${escape(job.ref)}`;
+  const claims: Record<string, string | undefined> = { ref: job.ref, job_workflow_ref: job.jobWorkflowRef };
+  return (repository.subjectClaimKeys ?? ['repo', 'context'])
+    .map((key) => {
+      if (key === 'repo') return repo;
+      if (key === 'context') return context;
+      const value = claims[key];
+      if (value === undefined) throw new Error(`no ${key} claim for this job: the token builder knows ref and job_workflow_ref only`);
+      return `${key}:${escape(value)}`;
+    })
+    .join(':');
 }
 
 /** The token azure/login obtains for the job. */

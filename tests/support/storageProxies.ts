@@ -92,8 +92,8 @@ export interface FaultProxy extends Proxy {
   readonly counts: { reads: number; commits: number; other: number };
   /** The most requests in flight at once; reset it to 0 to measure one exchange. */
   maxInFlight: number;
-  /** Kinds in arrival order, each with how many requests were already answered then. */
-  readonly arrivals: { kind: 'read' | 'commit' | 'other'; answeredBefore: number }[];
+  /** Kinds in arrival order, each with its table and how many requests were already answered then. */
+  readonly arrivals: { kind: 'read' | 'commit' | 'other'; table: string; answeredBefore: number }[];
   /** TCP connections accepted so far, and how many are open now. */
   readonly connections: { opened: number; open: number };
   /** Requests seen and not yet answered or given up on (their connection closed). */
@@ -148,7 +148,9 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     const commit = (req.url?.includes('$batch') ?? false) && !/Keys\d*\//.test([...transactionCost(body.toString('utf8')).keys()][0] ?? '');
     const kind = commit ? 'commit' : req.method === 'GET' ? 'read' : 'other';
     proxy.counts[kind === 'read' ? 'reads' : kind === 'commit' ? 'commits' : 'other'] += 1;
-    proxy.arrivals.push({ kind, answeredBefore: answered });
+    // The path's first segment: `/devstoreaccount1/Partners()?…` names the table Partners.
+    const table = /^\/[^/]+\/([^/(?]+)/.exec(req.url ?? '')?.[1] ?? '';
+    proxy.arrivals.push({ kind, table, answeredBefore: answered });
     proxy.maxInFlight = Math.max(proxy.maxInFlight, ++inFlight);
     res.on('close', () => {
       inFlight -= 1;

@@ -5,8 +5,11 @@
  * runner, given the environment options.runner says a runner there has), and every `run` step executed by bash. Actions stand
  * in for themselves: checkout and setup-node are the workspace as it is, upload/download-artifact copy
  * a folder (kept per run id), azure/login presents the OpenID Connect token GitHub would give the job
- * (its subject by GitHub's documented rules: the job's environment, else the pull request, else the ref;
- * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in.
+ * (its subject by GitHub's documented rules: the job's environment, else the pull request, else the ref,
+ * or the repository's customized template with the run's ref and the file the job is defined in;
+ * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in. A
+ * job that references an environment is first shown to options.environment, as GitHub applies the
+ * environment's protection rules (or creates a missing one) before it sends the job to a runner.
  * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||`, `!` and `fromJSON()` (all these workflows use).
  * A `run` step that fails stops the run with a StepFailed, as GitHub skips the steps and jobs after it.
  */
@@ -58,6 +61,11 @@ export interface RunOptions {
   readonly login: (clientId: string, token: OidcToken) => void;
   /** What a runner of this `runs-on` has besides options.env (where GitHub places it: e.g. inside a network); none by default. */
   readonly runner?: (runsOn: unknown) => Record<string, string>;
+  /**
+   * GitHub's side of a job that references an environment, before the job runs: create it if it does not
+   * exist, and refuse the job (throw) when its protection rules do not admit the run's ref.
+   */
+  readonly environment?: (name: string, ref: string) => void;
 }
 
 export interface RunRecord {
@@ -167,6 +175,10 @@ export function runWorkflow(file: string, options: RunOptions): RunRecord {
   return record;
 }
 
+/** job_workflow_ref of a job defined in `file`: a local reusable workflow (`./`) runs at its caller's ref. */
+const jobWorkflowRef = (options: RunOptions, file: string, ref: string) =>
+  `${options.repository.owner}/${options.repository.name}/.github/workflows/${file}@${ref}`;
+
 function runJobs(file: string, base: Context, options: RunOptions, record: RunRecord, prefix: string): void {
   const workflow = parse(readFileSync(join(options.workspace, '.github', 'workflows', file), 'utf8')) as { jobs: Record<string, Job> };
   const done = new Map<string, boolean>();
@@ -194,22 +206,23 @@ function runJobs(file: string, base: Context, options: RunOptions, record: RunRe
       } else {
         const environment = typeof job.environment === 'object' ? job.environment.name : job.environment;
         const runsOn = interpolate(job['runs-on'], context);
+        const environmentName = environment === undefined ? undefined : String(interpolate(environment, context));
+        const ref = (base.github as { ref: string }).ref;
+        if (environmentName !== undefined) options.environment?.(environmentName, ref);
         record.runners[label] = runsOn;
-        const steps = runSteps(
-          job.steps ?? [],
-          context,
-          options,
-          record,
-          label,
-          environment === undefined ? undefined : String(interpolate(environment, context)),
-          runsOn,
-        );
+        const steps = runSteps(job.steps ?? [], context, options, record, label, environmentName, runsOn, jobWorkflowRef(options, file, ref));
         needs[name] = {
           outputs: Object.fromEntries(Object.entries(job.outputs ?? {}).map(([k, v]) => [k, String(interpolate(v, { ...context, steps }))])),
         };
       }
     }
   }
+}
+
+/** Some of the variables GitHub sets in every step (its "Default environment variables"). */
+function defaults(base: Context): Record<string, string> {
+  const github = base.github as { run_id: string; repository: string; ref: string };
+  return { GITHUB_RUN_ID: github.run_id, GITHUB_REPOSITORY: github.repository, GITHUB_REF: github.ref, GITHUB_ACTOR: 'octocat' };
 }
 
 /** Runs a job's steps; returns its `steps` context (their outputs). */
@@ -221,6 +234,7 @@ function runSteps(
   label: string,
   environment: string | undefined,
   runsOn: unknown,
+  workflowRef: string,
 ): Record<string, { outputs: Record<string, string> }> {
   // Each job starts on a fresh runner: a copy of the repository (what checkout gives), nothing else kept.
   const runner = join(options.artifacts, '..', 'runners', label.replace(/[^\w-]+/g, '_'));
@@ -249,7 +263,10 @@ function runSteps(
         cpSync(join(options.artifacts, runId, String(given.name)), join(runner, String(given.path)), { recursive: true });
       } else if (action === 'azure/login') {
         const github = base.github as { event_name: string; ref: string };
-        options.login(String(given['client-id']), githubToken(options.repository, { environment, event: github.event_name, ref: github.ref }));
+        options.login(
+          String(given['client-id']),
+          githubToken(options.repository, { environment, event: github.event_name, ref: github.ref, jobWorkflowRef: workflowRef }),
+        );
       } else if (action !== 'actions/checkout' && action !== 'actions/setup-node') {
         throw new Error(`${title}: no stand-in for ${step.uses}`);
       }
@@ -264,7 +281,7 @@ function runSteps(
     const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, String(interpolate(v, context))]));
     const result = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', String(step.run)], {
       cwd: runner,
-      env: { ...options.env, ...options.runner?.(runsOn), ...env, GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: summary, CI: 'true' },
+      env: { ...options.env, ...options.runner?.(runsOn), ...env, ...defaults(base), GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: summary, CI: 'true' },
       encoding: 'utf8',
     });
     record.steps.push(title);

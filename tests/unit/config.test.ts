@@ -50,6 +50,7 @@ describe('loadConfig: valid settings', () => {
         loansTable: 'Loans',
         drawsTable: 'DrawRequests',
         idempotencyTable: 'IdempotencyKeys',
+        stoppedClientsTable: 'StoppedClients',
       },
       drawDayTimeZone: 'UTC',
       maxBatchSize: 100,
@@ -113,6 +114,7 @@ describe('loadConfig: valid settings', () => {
         LOANS_TABLE: 'Lns',
         DRAWS_TABLE: 'a'.repeat(63),
         IDEMPOTENCY_TABLE: 'Keys2',
+        STOPPED_CLIENTS_TABLE: 'Stops2',
         DRAW_DAY_TIMEZONE: 'America/New_York',
         MAX_BATCH_SIZE: '1',
         APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000',
@@ -131,6 +133,7 @@ describe('loadConfig: valid settings', () => {
       loansTable: 'Lns',
       drawsTable: 'a'.repeat(63),
       idempotencyTable: 'Keys2',
+      stoppedClientsTable: 'Stops2',
     });
     expect(config.drawDayTimeZone).toBe('America/New_York');
     expect(config.maxBatchSize).toBe(1);
@@ -236,6 +239,7 @@ describe('loadConfig: each malformed or missing setting fails start-up naming it
     ['DRAWS_TABLE bad-name (hyphen)', { DRAWS_TABLE: 'bad-name' }, 'DRAWS_TABLE'],
     ['DRAWS_TABLE of 64 characters', { DRAWS_TABLE: 'a'.repeat(64) }, 'DRAWS_TABLE'],
     ['IDEMPOTENCY_TABLE with an underscore', { IDEMPOTENCY_TABLE: 'Idem_Keys' }, 'IDEMPOTENCY_TABLE'],
+    ['STOPPED_CLIENTS_TABLE with a space', { STOPPED_CLIENTS_TABLE: 'Stopped Clients' }, 'STOPPED_CLIENTS_TABLE'],
   ] as [string, Settings, string][])('%s → ConfigError naming %s', (_name, overrides, setting) => {
     const error = configError(withEnv(overrides));
     expect(error.problems).toHaveLength(1);

@@ -40,6 +40,7 @@ function store(): TableStore {
     loansTable: 'Loans',
     drawsTable: 'DrawRequests',
     idempotencyTable: 'IdempotencyKeys',
+    stoppedClientsTable: 'StoppedClients',
   });
 }
 

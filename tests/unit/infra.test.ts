@@ -14,7 +14,9 @@ import { COMMIT_OUTCOME_UNKNOWN, EVENT_NAME, KEY_OUTCOME_PENDING, type Outcome }
 import {
   AZURE_AUDIENCE,
   GITHUB_ISSUER,
+  EARLIER_CREDENTIALS,
   MAX_CREDENTIALS_PER_IDENTITY,
+  SUBJECT_CLAIM_KEYS,
   bootstrapCredentials,
   githubSubject,
   githubToken,
@@ -26,6 +28,8 @@ import {
 } from '../support/oidcTrust';
 import { BicepFile as BicepEvaluation, bicepParser, type Value as EvaluatedValue } from '../support/bicepEvaluation';
 import { rolesNamed } from '../support/builtInRoles';
+import { azCallsOf, optionOf } from '../support/docCommands';
+import { actionMatches, assignmentsOf, bootstrapRole, builtInTableRoles, grants, tableAccess, tableOperations, type Permission } from '../support/tableRbac';
 
 type SyntaxNode = Parser.SyntaxNode;
 
@@ -557,6 +561,7 @@ const FROM_PARAMETER: Partial<Record<SettingName, string>> = {
   LOANS_TABLE: 'loansTableName',
   DRAWS_TABLE: 'drawsTableName',
   IDEMPOTENCY_TABLE: 'idempotencyTableName',
+  STOPPED_CLIENTS_TABLE: 'stoppedClientsTableName',
   DRAW_DAY_TIMEZONE: 'drawDayTimeZone',
   MAX_BATCH_SIZE: 'maxBatchSize',
   TELEMETRY_SAMPLING_PERCENTAGE: 'telemetrySamplingPercentage',
@@ -671,19 +676,20 @@ describe('app settings cover every setting the service reads (lib/config SETTING
       TABLES_CONNECTION_STRING: 'UseDevelopmentStorage=true',
     }).tables;
     const param = (name: string): Value | undefined => mainFile().params.get(name)?.defaultValue;
-    expect([param('partnersTableName'), param('loansTableName'), param('drawsTableName'), param('idempotencyTableName')]).toEqual([
-      defaults.partnersTable,
-      defaults.loansTable,
-      defaults.drawsTable,
-      defaults.idempotencyTable,
-    ]);
+    expect([
+      param('partnersTableName'),
+      param('loansTableName'),
+      param('drawsTableName'),
+      param('idempotencyTableName'),
+      param('stoppedClientsTableName'),
+    ]).toEqual([defaults.partnersTable, defaults.loansTable, defaults.drawsTable, defaults.idempotencyTable, defaults.stoppedClientsTable]);
   });
 
-  test('the storage module creates the same four tables the settings and role assignments name', () => {
-    const tables = literalVar(mainFile(), 'tableNames');
-    expect(tables).toEqual([new Expr('partnersTableName'), new Expr('loansTableName'), new Expr('drawsTableName'), new Expr('idempotencyTableName')]);
+  test('the storage module creates the same five tables the settings and role assignments name', () => {
+    const names = ['partnersTableName', 'loansTableName', 'drawsTableName', 'idempotencyTableName', 'stoppedClientsTableName'];
+    expect(literalVar(mainFile(), 'tableNames')).toEqual(names.map((name) => new Expr(name)));
     expect(mainModule('storage').params.tableNames).toEqual(new Expr('tableNames'));
-    for (const name of ['partnersTableName', 'loansTableName', 'drawsTableName', 'idempotencyTableName']) {
+    for (const name of names) {
       expect(mainModule('roleAssignments').params[name]).toEqual(new Expr(name));
       expect(mainModule('functionApp').params[name]).toEqual(new Expr(name));
     }
@@ -756,6 +762,13 @@ function roleAssignment(f: BicepFile, r: Resource, roles: Readonly<Record<string
   const scopeName = scope === undefined ? 'NO SCOPE (resource group)' : `${scope.type} ${exprText(scope.body.name)}`;
   return { text: `${roles[role] ?? `unexpected role ${role}`} → ${scopeName}`, roleVar };
 }
+
+/** Every role assignment of `f`, as `role → scope type scope name`, sorted. */
+const roleAssignmentTexts = (f: BicepFile, roles: Readonly<Record<string, string>>): string[] =>
+  f.resources
+    .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')
+    .map((r) => roleAssignment(f, r, roles).text)
+    .sort();
 
 // ----------------------------------------------------------------------------- resources
 
@@ -860,8 +873,12 @@ describe('security and hosting properties', () => {
 
 // ----------------------------------------------------------------------------- role assignments
 
-describe('role assignments: built-in data roles at the narrowest scope', () => {
-  const ROLES = rolesNamed('Storage Blob Data Owner', 'Storage Table Data Reader', 'Storage Table Data Contributor', 'Monitoring Metrics Publisher');
+describe('role assignments: data roles at the narrowest scope', () => {
+  const ROLES = {
+    ...rolesNamed('Storage Blob Data Owner', 'Storage Table Data Reader', 'Monitoring Metrics Publisher'),
+    recordsRoleId: "the bootstrap's records role",
+    keysRoleId: "the bootstrap's key records role",
+  };
 
   /** The app's roles: every assignment but the deployer's one on Partners (partnersWriter.bicep, tested below). */
   function assignments(): string[] {
@@ -885,14 +902,21 @@ describe('role assignments: built-in data roles at the narrowest scope', () => {
     expect(assignments()).toEqual([
       'Monitoring Metrics Publisher → Microsoft.Insights/components appInsightsName',
       'Storage Blob Data Owner → Microsoft.Storage/storageAccounts storageAccountName',
-      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables drawsTableName',
-      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables idempotencyTableName',
       'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables loansTableName',
       'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables stoppedClientsTableName',
+      "the bootstrap's key records role → Microsoft.Storage/storageAccounts/tableServices/tables idempotencyTableName",
+      "the bootstrap's records role → Microsoft.Storage/storageAccounts/tableServices/tables drawsTableName",
     ]);
   });
 
-  test("they are granted to the app's managed identity", () => {
+  test("they are granted to the app's managed identity; the records role is the bootstrap's (the same expression)", () => {
+    expect(exprText(mainModule('roleAssignments').params.recordsRoleId)).toBe("guid(subscription().id, appName, 'records')");
+    const recordsRole = file(BOOTSTRAP).resources.find((r) => r.symbol === 'recordsRole') as Resource;
+    expect(exprText(recordsRole.body.name)).toBe("guid(subscription().id, appName, 'records')");
+    const keysRole = file(BOOTSTRAP).resources.find((r) => r.symbol === 'keysRole') as Resource;
+    expect(exprText(keysRole.body.name)).toBe(exprText(mainModule('roleAssignments').params.keysRoleId));
+    expect(exprText(keysRole.body.name)).toBe("guid(subscription().id, appName, 'key-records')");
     expect(exprText(mainModule('roleAssignments').params.principalId)).toBe('identity.outputs.principalId');
     expect(exprText(mainModule('roleAssignments').params.storageAccountName)).toBe('storage.outputs.name');
     expect(exprText(mainModule('roleAssignments').params.appInsightsName)).toBe('monitoring.outputs.appInsightsName');
@@ -1076,7 +1100,7 @@ describe('the on-call workbook', () => {
 // ----------------------------------------------------------------------------- on-call's access
 
 describe("on-call's access (issue #33): one Entra group per environment, granted what the runbook's steps need", () => {
-  const ROLES = rolesNamed('Workbook Reader', 'Monitoring Reader', 'Log Analytics Reader', 'Storage Table Data Reader', 'Storage Table Data Contributor');
+  const ROLES = rolesNamed('Workbook Reader', 'Monitoring Reader', 'Log Analytics Reader', 'Storage Table Data Reader');
   const access = (): BicepFile => moduleFile('onCallAccess');
 
   /** Each assignment as `role → scope type scope name`, checked to go to the group as a group. */
@@ -1098,13 +1122,14 @@ describe("on-call's access (issue #33): one Entra group per environment, granted
       .sort();
   }
 
-  test('exactly these roles at exactly these scopes: readers, and write on the Partners table only', () => {
+  test('exactly these roles at exactly these scopes: readers only, of the tables the runbook reads (the emergency stop is a workflow, issue #40)', () => {
     expect(grants()).toEqual([
       'Log Analytics Reader → Microsoft.OperationalInsights/workspaces workspaceName',
       'Monitoring Reader → Microsoft.Insights/components appInsightsName',
       'Monitoring Reader → Microsoft.Storage/storageAccounts storageAccountName',
-      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
-      'Storage Table Data Reader → Microsoft.Storage/storageAccounts storageAccountName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables drawsTableName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables stoppedClientsTableName',
       'Workbook Reader → Microsoft.Insights/workbooks workbookName',
     ]);
   });
@@ -1116,6 +1141,8 @@ describe("on-call's access (issue #33): one Entra group per environment, granted
       groupObjectId: 'onCallGroupObjectId',
       storageAccountName: 'storage.outputs.name',
       partnersTableName: 'partnersTableName',
+      drawsTableName: 'drawsTableName',
+      stoppedClientsTableName: 'stoppedClientsTableName',
       workspaceName: 'monitoring.outputs.workspaceName',
       appInsightsName: 'monitoring.outputs.appInsightsName',
       workbookName: 'workbook.outputs.name',
@@ -1134,7 +1161,7 @@ describe("on-call's access (issue #33): one Entra group per environment, granted
   });
 
   test('the deploying identity may assign these roles: its condition lists each', () => {
-    const assignable = literalVar(moduleFile('pipelineIdentities'), 'assignableRoles') as string[];
+    const assignable = literalVar(moduleFile('pipelineIdentities'), 'builtInAssignableRoles') as string[];
     for (const id of Object.keys(ROLES)) expect({ role: ROLES[id], assignable: assignable.includes(id) }).toEqual({ role: ROLES[id], assignable: true });
   });
 
@@ -1222,13 +1249,16 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
     // scripts/target.sh reads on its own (the deploy job's runner), and docs/deploy.md names below the table.
     expect(targetSh).toContain('target.privateRunnerGroup');
     expect(deployMd()).toMatch(/The file's\s+`privateRunnerGroup` is not the bootstrap's/);
+    expect(deployMd()).toMatch(/`requiredReviewers` \(`true` for\s+prod\) is not the bootstrap's either/);
     for (const env of ENVIRONMENTS) {
       const pipeline = JSON.parse(readFileSync(join(INFRA, 'env', `${env}.pipeline.json`), 'utf8')) as Record<string, unknown>;
       expect(
         Object.keys(pipeline)
           .filter((k) => k !== '$comment')
           .sort(),
-      ).toEqual([...targetFields, 'githubRepository', 'privateRunnerGroup'].sort());
+      ).toEqual([...targetFields, 'githubRepository', 'privateRunnerGroup', 'requiredReviewers'].sort());
+      // requiredReviewers: scripts/githubSettings.cjs's, applied and checked (prod true).
+      expect(pipeline.requiredReviewers).toBe(env === 'prod');
     }
   });
 
@@ -1239,8 +1269,12 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
       'scripts/deploy.sh',
       'scripts/target.sh',
       'scripts/smokeCheck.cjs',
+      'scripts/githubSettings.cjs',
+      'scripts/stopClient.sh',
+      'infra/modules/pipelineIdentities.bicep',
       '.github/workflows/deploy.yml',
       '.github/workflows/deploy-environment.yml',
+      '.github/workflows/stop-client.yml',
     ];
     const source = (f: string) => readFileSync(join(ROOT, f), 'utf8');
     const named = files.flatMap((f) => [...source(f).matchAll(/docs\/deploy\.md, \\?"([^"\\]+)\\?"/g)].map((m) => `${f}: ${m[1]}`));
@@ -1524,45 +1558,47 @@ describe('Microsoft Entra ID as code: the Microsoft Graph Bicep extension', () =
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  test('the deploying identity may write the Partners table and nothing else, only when named', () => {
-    const writer = moduleFile('partnersWriter');
-    const [assignment] = writer.resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
-    expect(writer.resources.filter((r) => r.type === 'Microsoft.Authorization/roleAssignments')).toHaveLength(1);
-    expect(exprText(assignment.body.scope)).toBe('partnersTable');
-    expect(exprText(at(assignment.body, 'properties.roleDefinitionId'))).toContain('storageTableDataContributor');
-    expect(literalVar(writer, 'storageTableDataContributor')).toBe('0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3');
+  test('the deploying identity may write the Partners table and the stop list (to lift a stop) and nothing else of the data, only when named', () => {
+    expect(roleAssignmentTexts(moduleFile('partnersWriter'), rolesNamed('Storage Table Data Contributor'))).toEqual([
+      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
+      'Storage Table Data Contributor → Microsoft.Storage/storageAccounts/tableServices/tables stoppedClientsTableName',
+    ]);
     expect(mainFile().root.text).toContain("module partnersWriter 'modules/partnersWriter.bicep' = if (!empty(partnerWriterPrincipalId)) {");
+    expect(exprText(mainModule('partnersWriter').params.stoppedClientsTableName)).toBe('stoppedClientsTableName');
   });
 
-  test("the stop identity's only role: Storage Table Data Contributor on the Partners table, when named", () => {
-    // The same one-assignment module as the deployer's (above): that role, scoped to the Partners table.
-    expect(mainFile().root.text).toContain("module partnersStopper 'modules/partnersWriter.bicep' = if (!empty(stopPrincipalId)) {");
-    expect(Object.fromEntries(Object.entries(mainModule('partnersStopper').params).map(([k, v]) => [k, exprText(v)]))).toEqual({
+  test("the stop identity's roles (issue #40): the bootstrap's stop-list role on the stop list and Storage Table Data Reader on Partners, when named", () => {
+    const roles = { ...rolesNamed('Storage Table Data Reader'), stopRoleId: 'the stop-list role' };
+    expect(roleAssignmentTexts(moduleFile('stopAccess'), roles)).toEqual([
+      'Storage Table Data Reader → Microsoft.Storage/storageAccounts/tableServices/tables partnersTableName',
+      'the stop-list role → Microsoft.Storage/storageAccounts/tableServices/tables stoppedClientsTableName',
+    ]);
+    expect(mainFile().root.text).toContain("module stopAccess 'modules/stopAccess.bicep' = if (!empty(stopPrincipalId)) {");
+    expect(Object.fromEntries(Object.entries(mainModule('stopAccess').params).map(([k, v]) => [k, exprText(v)]))).toEqual({
       principalId: 'stopPrincipalId',
-      principalType: '"ServicePrincipal"',
+      stopRoleId: "guid(subscription().id, appName, 'stop-list')",
       storageAccountName: 'storage.outputs.name',
       partnersTableName: 'partnersTableName',
-      purpose: expect.stringContaining('stop-client workflow'),
+      stoppedClientsTableName: 'stoppedClientsTableName',
     });
+    // The role main.bicep names is the one the bootstrap defines: the same expression over the same subscription and appName.
+    const stopRole = file(BOOTSTRAP).resources.find((r) => r.symbol === 'stopRole') as Resource;
+    expect(exprText(stopRole.body.name)).toBe(
+      mainModule('stopAccess').params.stopRoleId instanceof Expr ? exprText(mainModule('stopAccess').params.stopRoleId) : '',
+    );
+    expect(file(BOOTSTRAP).params.get('appName')?.defaultValue).toBe(mainFile().params.get('appName')?.defaultValue);
     expect(mainFile().params.get('stopPrincipalId')).toMatchObject({ type: 'string', hasDefault: true, defaultValue: '' });
     // No other template names it: nothing else is granted to it.
     const naming = [...files.values()].filter((f) => /\bstopPrincipalId\b/.test(f.root.text)).map((f) => relative(INFRA, f.path));
-    expect(naming.sort()).toEqual(['bootstrap.bicep', 'main.bicep', join('modules', 'pipelineIdentities.bicep')].sort());
-    expect(
-      [...files.values()].flatMap((f) =>
-        f.resources
-          .filter((r) => r.type === 'Microsoft.Authorization/roleAssignments' && /stop/i.test(exprText(at(r.body, 'properties.principalId'))))
-          .map((r) => r.symbol),
-      ),
-    ).toEqual([]);
+    expect(naming.sort()).toEqual(['bootstrap.bicep', 'main.bicep', join('modules', 'pipelineIdentities.bicep'), join('modules', 'stopAccess.bicep')].sort());
     // scripts/deploy.sh passes the pipeline file's stopPrincipalId.
     expect(readFileSync(join(ROOT, 'scripts', 'deploy.sh'), 'utf8')).toContain('writer_args+=("stopPrincipalId=${stop_principal}")');
   });
 
   test("the bootstrap's storageAccountName is main.bicep's storage account name, over the same resource group id", () => {
-    // The stop identity reads nothing but the Partners table, so the stop-client workflow takes the account
-    // from the pipeline file, which the bootstrap fills: the same expression, resourceGroup().id there being
-    // the group's id here (scripts/deploy.sh also refuses a pipeline file that names another account).
+    // The stop identity cannot read the deployment, so the stop-client workflow takes the account from the
+    // pipeline file, which the bootstrap fills: the same expression, resourceGroup().id there being the
+    // group's id here (scripts/deploy.sh also refuses a pipeline file that names another account).
     const bootstrapName = /^output storageAccountName string = (.+)$/m.exec(file(BOOTSTRAP).root.text)?.[1] ?? '';
     const suffix = mainFile().vars.get('suffix')?.text ?? '';
     expect(suffix).toBe('take(uniqueString(resourceGroup().id), 6)');
@@ -1571,6 +1607,179 @@ describe('Microsoft Entra ID as code: the Microsoft Graph Bicep extension', () =
     expect(file(BOOTSTRAP).params.get('appName')?.defaultValue).toBe(mainFile().params.get('appName')?.defaultValue);
     for (const env of ENVIRONMENTS) expect(envValue(env, 'appName')).toBeUndefined();
     expect(readFileSync(join(ROOT, 'scripts', 'deploy.sh'), 'utf8')).toContain('the stop-client workflow would not find the Partners table');
+  });
+});
+
+// ----------------------------------------------------------------------------- what each identity may do to the tables (issue #40)
+
+describe("what each identity may do to the tables, from infra/'s role assignments and Microsoft's definitions of the roles and operations", () => {
+  const TABLES = { partnersTableName: 'Partners', loansTableName: 'Loans', drawsTableName: 'DrawRequests', idempotencyTableName: 'IdempotencyKeys' };
+  const ALL = ['Partners', 'Loans', 'DrawRequests', 'IdempotencyKeys', 'StoppedClients'];
+  const STOP_ROLE = '5ca1ab1e-0000-4000-8000-000000005709';
+  const RECORDS_ROLE = '5ca1ab1e-0000-4000-8000-00000000ec02';
+  const KEYS_ROLE = '5ca1ab1e-0000-4000-8000-00000000ce15';
+  async function roles(): Promise<Record<string, Permission[]>> {
+    const builtIn = Object.fromEntries(Object.entries(builtInTableRoles()).map(([id, role]) => [id, role.permissions]));
+    return {
+      ...builtIn,
+      [STOP_ROLE]: await bootstrapRole('stopRole'),
+      [RECORDS_ROLE]: await bootstrapRole('recordsRole'),
+      [KEYS_ROLE]: await bootstrapRole('keysRole'),
+    };
+  }
+  const stopAccessOf = async () =>
+    tableAccess(
+      await assignmentsOf('stopAccess', {
+        principalId: 'stop',
+        stopRoleId: STOP_ROLE,
+        storageAccountName: 'stdrawreqdevabc123',
+        partnersTableName: 'Partners',
+        stoppedClientsTableName: 'StoppedClients',
+      }),
+      await roles(),
+      ALL,
+    );
+
+  test("the fixture is Microsoft's: the built-in storage data roles by their ids, and Insert Entity needs add/action (or write) alone", () => {
+    const byName = (pairs: string[][]) => pairs.sort((a, b) => a[0].localeCompare(b[0]));
+    expect(byName(Object.entries(builtInTableRoles()).map(([id, role]) => [role.roleName, id]))).toEqual(
+      byName(
+        Object.entries(rolesNamed('Storage Table Data Contributor', 'Storage Table Data Reader', 'Storage Blob Data Owner')).map(([id, name]) => [name, id]),
+      ),
+    );
+    expect(tableOperations()['Insert Entity']).toEqual([
+      ['Microsoft.Storage/storageAccounts/tableServices/tables/entities/write'],
+      ['Microsoft.Storage/storageAccounts/tableServices/tables/entities/add/action'],
+    ]);
+  });
+
+  test('the stop identity can stop a client (insert a stop-list row) and read a Partners row, and nothing else: no lift of a stop, no change of a PartnerId, no row or table deleted', async () => {
+    const access = await stopAccessOf();
+    expect(access).toEqual({
+      StoppedClients: ['Insert Entity'],
+      Partners: ['Query Entities'],
+      Loans: [],
+      DrawRequests: [],
+      IdempotencyKeys: [],
+    });
+    // Each thing it must not do, by name: lifting a stop is a delete, a merge or a replace of its row.
+    for (const op of ['Delete Entity', 'Merge Entity', 'Update Entity', 'Insert Or Replace Entity', 'Insert Or Merge Entity', 'Delete Table'] as const)
+      expect({ op, allowed: access.StoppedClients.includes(op) }).toEqual({ op, allowed: false });
+    for (const op of ['Merge Entity', 'Update Entity', 'Insert Entity', 'Insert Or Replace Entity', 'Delete Entity', 'Delete Table'] as const)
+      expect({ op, allowed: access.Partners.includes(op) }).toEqual({ op, allowed: false });
+  });
+
+  test("the bootstrap's stop-list role is the one data action Insert Entity needs, and no control action; each role definition sets only the published Permission properties", () => {
+    const stopRole = file(BOOTSTRAP).resources.find((r) => r.symbol === 'stopRole') as Resource;
+    expect(at(stopRole.body, 'properties.permissions')).toEqual([
+      { actions: [], notActions: [], dataActions: ['Microsoft.Storage/storageAccounts/tableServices/tables/entities/add/action'], notDataActions: [] },
+    ]);
+    // Azure/bicep-types-az (generated/authorization/microsoft.authorization/2022-04-01/types.json, 924ef59e):
+    // Permission has actions, notActions, dataActions and notDataActions.
+    for (const role of file(BOOTSTRAP).resources.filter((r) => r.type === 'Microsoft.Authorization/roleDefinitions'))
+      for (const permission of at(role.body, 'properties.permissions') as ObjectValue[])
+        expect({
+          role: role.symbol,
+          keys: Object.keys(permission).filter((k) => !['actions', 'notActions', 'dataActions', 'notDataActions'].includes(k)),
+        }).toEqual({
+          role: role.symbol,
+          keys: [],
+        });
+  });
+
+  test('the check can fail: with Storage Table Data Contributor on the stop list, as on Partners before issue #40, the stop identity could lift a stop and delete the table', async () => {
+    const contributor = Object.keys(rolesNamed('Storage Table Data Contributor'))[0];
+    const before = tableAccess(
+      [
+        {
+          symbol: 'partnersStopper',
+          principalId: 'stop',
+          roleId: contributor,
+          scope: { type: 'Microsoft.Storage/storageAccounts/tableServices/tables', name: 'Partners' },
+        },
+      ],
+      await roles(),
+      ['Partners'],
+    );
+    expect(before.Partners).toEqual(expect.arrayContaining(['Merge Entity', 'Update Entity', 'Delete Entity', 'Delete Table', 'Insert Or Replace Entity']));
+  });
+
+  test("the app's identity reads Partners, Loans and the stop list, inserts draws, and inserts and replaces key records: no change of a draw, no delete of a row or a table", async () => {
+    const access = tableAccess(
+      await assignmentsOf('roleAssignments', {
+        principalId: 'app',
+        storageAccountName: 'st',
+        appInsightsName: 'appi',
+        stoppedClientsTableName: 'StoppedClients',
+        recordsRoleId: RECORDS_ROLE,
+        keysRoleId: KEYS_ROLE,
+        ...TABLES,
+      }),
+      await roles(),
+      ALL,
+    );
+    expect(access).toEqual({
+      Partners: ['Query Entities'],
+      Loans: ['Query Entities'],
+      StoppedClients: ['Query Entities'],
+      DrawRequests: ['Query Entities', 'Insert Entity'],
+      IdempotencyKeys: ['Query Entities', 'Insert Entity', 'Insert Or Merge Entity', 'Insert Or Replace Entity', 'Update Entity', 'Merge Entity'],
+    });
+  });
+});
+
+// ----------------------------------------------------------------------------- the plan identity's role (issue #40)
+
+describe("the plan identity's what-if role reads every resource the templates declare, and no telemetry data", () => {
+  /**
+   * The reads of Log Analytics and Application Insights data and keys, as Microsoft names them: "Manage access
+   * to Log Analytics workspaces" (query/read, query/*\/read, tables/query/read) and Log Analytics Reader's
+   * NotActions (sharedKeys/read); the Azure Monitor resource provider operations (components' Query, Api,
+   * Events, ExtendQueries, ApiKeys and GetToken reads, generateLiveToken, Logs/Read and a table's
+   * Logs/<table>/Read). Each is a read, so `*\/read` grants it unless taken out.
+   */
+  const DATA_READS = [
+    'Microsoft.OperationalInsights/workspaces/query/read',
+    'Microsoft.OperationalInsights/workspaces/query/AppEvents/read',
+    'Microsoft.OperationalInsights/workspaces/tables/query/read',
+    'Microsoft.OperationalInsights/workspaces/sharedKeys/read',
+    'Microsoft.Insights/Components/Query/Read',
+    'Microsoft.Insights/Components/Api/Read',
+    'Microsoft.Insights/Components/Events/Read',
+    'Microsoft.Insights/Components/ExtendQueries/Read',
+    'Microsoft.Insights/Components/ApiKeys/Read',
+    'Microsoft.Insights/Components/GetToken/Read',
+    'Microsoft.Insights/generateLiveToken/Read',
+    'Microsoft.Insights/Logs/Read',
+    'Microsoft.Insights/Logs/AppRequests/Read',
+  ];
+  /** Every Azure resource type infra/ declares or refers to (Microsoft Graph's are not evaluated by what-if). */
+  const declaredTypes = () =>
+    [...new Set([...files.values()].flatMap((f) => f.resources.map((r) => r.type)))]
+      .filter((t) => !t.startsWith('Microsoft.Graph/') && t !== 'Microsoft.Resources/resourceGroups')
+      .sort();
+  const whatIf = () => bootstrapRole('whatIfRole');
+
+  test('no telemetry data, no data action at all', async () => {
+    const role = await whatIf();
+    expect(DATA_READS.filter((action) => grants(role, action))).toEqual([]);
+    expect(role.every((p) => p.dataActions.length === 0)).toBe(true);
+  });
+
+  test("what-if with --validation-level ProviderNoRbac still works: every declared resource type's read, the what-if and validate actions, and no write", async () => {
+    const role = await whatIf();
+    expect(declaredTypes().length).toBeGreaterThan(20);
+    expect(declaredTypes().filter((type) => !grants(role, `${type}/read`))).toEqual([]);
+    expect(['Microsoft.Resources/deployments/whatIf/action', 'Microsoft.Resources/deployments/validate/action'].filter((a) => !grants(role, a))).toEqual([]);
+    expect(declaredTypes().filter((type) => grants(role, `${type}/write`) || grants(role, `${type}/delete`))).toEqual([]);
+    expect(grants(role, 'Microsoft.Storage/storageAccounts/listKeys/action')).toBe(false);
+  });
+
+  test('the check can fail: the role before issue #40 (*/read, nothing taken out) read every one of them', () => {
+    const before: Permission[] = [{ actions: ['*/read'], notActions: [], dataActions: [], notDataActions: [] }];
+    expect(DATA_READS.filter((action) => grants(before, action))).toEqual(DATA_READS);
+    expect(actionMatches('Microsoft.OperationalInsights/workspaces/query/*/read', 'microsoft.operationalinsights/workspaces/query/Usage/read')).toBe(true);
+    expect(actionMatches('Microsoft.OperationalInsights/workspaces/query/*/read', 'Microsoft.OperationalInsights/workspaces/query/read')).toBe(false);
   });
 });
 
@@ -1586,18 +1795,21 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     ).toEqual([
       'Microsoft.Authorization/roleDefinitions',
       'Microsoft.Authorization/roleDefinitions',
+      'Microsoft.Authorization/roleDefinitions',
+      'Microsoft.Authorization/roleDefinitions',
+      'Microsoft.Authorization/roleDefinitions',
       'Microsoft.Graph/appRoleAssignedTo',
       'Microsoft.Graph/servicePrincipals',
       'Microsoft.Resources/resourceGroups',
     ]);
   });
 
-  test("each identity trusts GitHub's issuer for the Entra token exchange only: deploy its GitHub environment, plan the pull requests, stop <env>-stop", () => {
+  test("each identity trusts GitHub's issuer for the Entra token exchange only, from one workflow file of main, at main: deploy-environment.yml in <env>, deploy.yml, stop-client.yml in <env>-stop", () => {
     const credentials = identities().resources.filter((r) => r.type === 'Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials');
     expect(credentials.map((c) => [exprText(c.body.parent), exprText(at(c.body, 'properties.subject'))])).toEqual([
-      ['deploy', "'${form.prefix}:environment:${environmentName}'"],
-      ['plan', "'${form.prefix}:pull_request'"],
-      ['stop', "'${form.prefix}:environment:${environmentName}-stop'"],
+      ['deploy', "'${form.prefix}:environment:${environmentName}:${onMain}/deploy-environment.yml@${mainRef}'"],
+      ['plan', "'${form.prefix}:ref:${mainRef}:${onMain}/deploy.yml@${mainRef}'"],
+      ['stop', "'${form.prefix}:environment:${environmentName}-stop:${onMain}/stop-client.yml@${mainRef}'"],
     ]);
     for (const c of credentials) {
       expect(exprText(at(c.body, 'properties.issuer'))).toBe('githubIssuer');
@@ -1605,23 +1817,30 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     }
     expect(literalVar(identities(), 'githubIssuer')).toBe(GITHUB_ISSUER);
     expect(literalVar(identities(), 'exchangeAudience')).toBe(AZURE_AUDIENCE);
+    expect(literalVar(identities(), 'mainRef')).toBe('refs/heads/main');
   });
 
   test('the credentials of one identity are written one at a time (Entra answers 409 to concurrent writes under one identity)', () => {
     const text = identities().root.text;
-    for (const symbol of ['deployFromEnvironment', 'planFromPullRequests', 'stopFromEnvironment'])
-      expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
+    for (const symbol of ['deployFromMain', 'planFromMain', 'stopFromMain']) expect(text).toMatch(new RegExp(`@batchSize\\(1\\)\\nresource ${symbol} `));
   });
 
-  test('the deploying identity may assign only the roles infra/ assigns (the app, the deployer, the on-call group); the plan identity writes nothing', () => {
+  test('the deploying identity may assign only the roles infra/ assigns (the app, the deployer, the stop identity, the on-call group); the plan identity writes nothing', () => {
     const assigned = [
       ...new Set(
         [...files.values()]
-          .filter((f) => ['roleAssignments', 'partnersWriter', 'onCallAccess'].map((m) => join(INFRA, 'modules', `${m}.bicep`)).includes(f.path))
+          .filter((f) => ['roleAssignments', 'partnersWriter', 'stopAccess', 'onCallAccess'].map((m) => join(INFRA, 'modules', `${m}.bicep`)).includes(f.path))
           .flatMap((f) => [...f.vars.entries()].filter(([, node]) => /^'[0-9a-f-]{36}'$/.test(node.text)).map(([name]) => stringOf(literalVar(f, name)))),
       ),
     ].sort();
-    expect((literalVar(identities(), 'assignableRoles') as string[]).slice().sort()).toEqual(assigned);
+    expect((literalVar(identities(), 'builtInAssignableRoles') as string[]).slice().sort()).toEqual(assigned);
+    // And the bootstrap's own roles main.bicep assigns (the stop identity's, the app's): the bootstrap passes their ids.
+    expect(exprText(literalVar(identities(), 'assignableRoles')).replace(/\s+/g, ' ')).toBe(
+      'concat(builtInAssignableRoles, [ stopRoleId recordsRoleId keysRoleId ])',
+    );
+    expect(exprText(file(BOOTSTRAP).modules.find((m) => m.symbol === 'identities')?.params.stopRoleId)).toBe('stopRole.name');
+    expect(exprText(file(BOOTSTRAP).modules.find((m) => m.symbol === 'identities')?.params.recordsRoleId)).toBe('recordsRole.name');
+    expect(exprText(file(BOOTSTRAP).modules.find((m) => m.symbol === 'identities')?.params.keysRoleId)).toBe('keysRole.name');
     const condition = identities().vars.get('assignmentCondition')?.text ?? '';
     expect(condition).toContain("ActionMatches{\\'Microsoft.Authorization/roleAssignments/write\\'}");
     expect(condition).toContain("ActionMatches{\\'Microsoft.Authorization/roleAssignments/delete\\'}");
@@ -1631,12 +1850,8 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
     expect(byPrincipal.filter(([principal]) => principal.startsWith('plan.'))).toEqual([
       ['plan.properties.principalId', "subscriptionResourceId('Microsoft.Authorization/roleDefinitions', whatIfRoleId)"],
     ]);
-    // The stop identity holds nothing at the bootstrap: its one role is main.bicep's (partnersStopper, below).
+    // The stop identity holds nothing at the bootstrap: its roles are main.bicep's (stopAccess, above).
     expect(byPrincipal.filter(([principal]) => principal.startsWith('stop.'))).toEqual([]);
-    const whatIf = file(BOOTSTRAP).resources.find((r) => r.symbol === 'whatIfRole') as Resource;
-    expect(at(whatIf.body, 'properties.permissions')).toEqual([
-      { actions: ['*/read', 'Microsoft.Resources/deployments/whatIf/action', 'Microsoft.Resources/deployments/validate/action'], notActions: [] },
-    ]);
   });
 
   test('only the deploy identity gets Microsoft Graph permissions (what-if reads no Graph resource)', () => {
@@ -1650,80 +1865,121 @@ describe('bootstrap: the pipeline signs in with federated credentials declared i
   });
 });
 
-describe("federated credentials: a token in GitHub's legacy and immutable subject forms each signs in as the right identity, and nothing else does", () => {
-  // GitHub's documented example owner and repository, with small ids (docs/deploy.md, "Which subject GitHub sends").
-  const REPOSITORY = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456' };
+describe("federated credentials (issue #40): only main's reviewed workflows sign in, in GitHub's legacy and immutable subject forms, whether or not an environment exists", () => {
+  // GitHub's documented example owner and repository, with small ids (docs/deploy.md, "Which subject GitHub sends"),
+  // under the subject template scripts/githubSettings.cjs applies.
+  const REPOSITORY = { owner: 'octo-org', ownerId: '123', name: 'octo-repo', id: '456', subjectClaimKeys: SUBJECT_CLAIM_KEYS };
   const LEGACY: GitHubRepository = { ...REPOSITORY, immutableSubject: false };
   const IMMUTABLE: GitHubRepository = { ...REPOSITORY, immutableSubject: true };
   const SHAPES = [
     ['legacy', LEGACY],
     ['immutable', IMMUTABLE],
   ] as const;
+  const MAIN = 'refs/heads/main';
+  const workflowFile = (name: string, ref = MAIN) => `octo-org/octo-repo/.github/workflows/${name}@${ref}`;
   const bootstrap = (env: string, extra: Record<string, string> = {}) =>
     bootstrapCredentials({ environmentName: env, githubRepository: 'octo-org/octo-repo', githubOwnerId: '123', githubRepositoryId: '456', ...extra });
-  /** deploy-environment.yml's job: in the GitHub environment, on a push to main (or a dispatch). */
-  const deployJob = (env: string): GitHubJob => ({ environment: env, event: 'push', ref: 'refs/heads/main' });
-  /** deploy.yml's what-if job: a pull request, no environment. */
-  const planJob: GitHubJob = { event: 'pull_request', ref: 'refs/pull/7/merge' };
+  /** deploy-environment.yml's deploy job (called by deploy.yml): in the GitHub environment, on a push to main or a dispatch. */
+  const deployJob = (env: string): GitHubJob => ({ environment: env, event: 'push', ref: MAIN, jobWorkflowRef: workflowFile('deploy-environment.yml') });
+  /** deploy.yml's what-if job on a push to main: no environment. */
+  const planJob: GitHubJob = { event: 'push', ref: MAIN, jobWorkflowRef: workflowFile('deploy.yml') };
+  /** stop-client.yml's stop job, dispatched from main, in <env>-stop. */
+  const stopJob = (env: string): GitHubJob => ({
+    environment: `${env}-stop`,
+    event: 'workflow_dispatch',
+    ref: MAIN,
+    jobWorkflowRef: workflowFile('stop-client.yml'),
+  });
   const identitiesOf = (credentials: FederatedCredential[], token: OidcToken) => matching(credentials, token).map((c) => c.identity);
 
-  test("the tokens are built exactly as GitHub documents them (its own examples' shapes)", () => {
-    expect(githubSubject(IMMUTABLE, deployJob('prod'))).toBe('repo:octo-org@123/octo-repo@456:environment:prod');
-    expect(githubSubject(LEGACY, deployJob('prod'))).toBe('repo:octo-org/octo-repo:environment:prod');
-    expect(githubSubject(IMMUTABLE, planJob)).toBe('repo:octo-org@123/octo-repo@456:pull_request');
+  test("the tokens are built exactly as GitHub documents them, under the default template and under the repository's template", () => {
+    const plain = { ...IMMUTABLE, subjectClaimKeys: undefined };
+    expect(githubSubject(plain, deployJob('prod'))).toBe('repo:octo-org@123/octo-repo@456:environment:prod');
+    expect(githubSubject({ ...plain, immutableSubject: false }, deployJob('prod'))).toBe('repo:octo-org/octo-repo:environment:prod');
+    expect(githubSubject(plain, { event: 'pull_request', ref: 'refs/pull/7/merge' })).toBe('repo:octo-org@123/octo-repo@456:pull_request');
+    expect(githubSubject({ owner: 'octo-org', ownerId: '123456', name: 'octo-repo', id: '456789', immutableSubject: true }, { event: 'push', ref: MAIN })).toBe(
+      'repo:octo-org@123456/octo-repo@456789:ref:refs/heads/main',
+    );
+    expect(githubSubject({ ...plain, immutableSubject: false }, deployJob('Production:V1'))).toBe('repo:octo-org/octo-repo:environment:Production%3AV1');
+    // GitHub's example of repo, context and job_workflow_ref: "repo:octo-org/octo-repo:environment:prod:job_workflow_ref:octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main"
     expect(
       githubSubject(
-        { owner: 'octo-org', ownerId: '123456', name: 'octo-repo', id: '456789', immutableSubject: true },
-        { event: 'push', ref: 'refs/heads/main' },
+        { ...LEGACY, subjectClaimKeys: ['repo', 'context', 'job_workflow_ref'] },
+        { environment: 'prod', event: 'push', ref: MAIN, jobWorkflowRef: 'octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main' },
       ),
-    ).toBe('repo:octo-org@123456/octo-repo@456789:ref:refs/heads/main');
-    expect(githubSubject(LEGACY, deployJob('Production:V1'))).toBe('repo:octo-org/octo-repo:environment:Production%3AV1');
+    ).toBe('repo:octo-org/octo-repo:environment:prod:job_workflow_ref:octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main');
+    expect(githubSubject(IMMUTABLE, deployJob('prod'))).toBe(
+      'repo:octo-org@123/octo-repo@456:environment:prod:ref:refs/heads/main:job_workflow_ref:octo-org/octo-repo/.github/workflows/deploy-environment.yml@refs/heads/main',
+    );
   });
 
   describe.each(ENVIRONMENTS)('%s', (env) => {
     const other = env === 'dev' ? 'prod' : 'dev';
 
-    test.each(SHAPES)('%s subjects: a token from the GitHub environment matches exactly one credential, of the deploy identity', async (_shape, repository) => {
-      const credentials = await bootstrap(env);
-      expect(identitiesOf(credentials, githubToken(repository, deployJob(env)))).toEqual([`id-drawreq-${env}-deploy`]);
-    });
-
     test.each(SHAPES)(
-      '%s subjects: a token from the GitHub environment <env>-stop matches exactly one credential, of the stop identity',
+      "%s subjects: main's deploy job in the GitHub environment matches exactly one credential, of the deploy identity",
       async (_shape, repository) => {
         const credentials = await bootstrap(env);
-        expect(identitiesOf(credentials, githubToken(repository, deployJob(`${env}-stop`)))).toEqual([`id-drawreq-${env}-stop`]);
-        // Another environment's stop, or a stop job's token for the deploy identity's environment, matches no stop credential.
-        expect(identitiesOf(credentials, githubToken(repository, deployJob(`${other}-stop`)))).toEqual([]);
+        expect(identitiesOf(credentials, githubToken(repository, deployJob(env)))).toEqual([`id-drawreq-${env}-deploy`]);
+        // A rollback (a dispatch of deploy.yml on main) calls the same file in the same environment.
+        expect(identitiesOf(credentials, githubToken(repository, { ...deployJob(env), event: 'workflow_dispatch' }))).toEqual([`id-drawreq-${env}-deploy`]);
+      },
+    );
+
+    test.each(SHAPES)(
+      "%s subjects: main's stop job in <env>-stop matches exactly one credential, of the stop identity, and no other environment's",
+      async (_shape, repository) => {
+        const credentials = await bootstrap(env);
+        expect(identitiesOf(credentials, githubToken(repository, stopJob(env)))).toEqual([`id-drawreq-${env}-stop`]);
+        expect(identitiesOf(credentials, githubToken(repository, stopJob(other)))).toEqual([]);
         expect(identitiesOf(credentials, githubToken(repository, deployJob(env)))).not.toContain(`id-drawreq-${env}-stop`);
       },
     );
 
-    test.each(SHAPES)('%s subjects: a token from a pull request matches exactly one credential, of the plan identity', async (_shape, repository) => {
+    test.each(SHAPES)("%s subjects: main's what-if job matches exactly one credential, of the plan identity", async (_shape, repository) => {
       const credentials = await bootstrap(env);
       expect(identitiesOf(credentials, githubToken(repository, planJob))).toEqual([`id-drawreq-${env}-plan`]);
     });
 
     test.each(SHAPES)(
-      '%s subjects: a token from another environment, a job outside any environment or another spelling matches none',
+      "%s subjects: a branch's job in <env> or <env>-stop (its own file, a changed copy, or main's file called from it), a pull request, another workflow of main: none",
       async (_shape, repository) => {
         const credentials = await bootstrap(env);
+        const branch = 'refs/heads/feature/x';
         const jobs: GitHubJob[] = [
+          // A branch's own workflow naming the environment: GitHub creates a missing one, without protection.
+          { environment: env, event: 'push', ref: branch, jobWorkflowRef: workflowFile('evil.yml', branch) },
+          { environment: `${env}-stop`, event: 'workflow_dispatch', ref: branch, jobWorkflowRef: workflowFile('evil.yml', branch) },
+          // The branch's copy of the real workflows (its refusal step removed, say), dispatched from the branch.
+          { ...stopJob(env), ref: branch, jobWorkflowRef: workflowFile('stop-client.yml', branch) },
+          { ...deployJob(env), ref: branch, jobWorkflowRef: workflowFile('deploy-environment.yml', branch) },
+          // A branch's workflow calling main's reusable deploy-environment.yml: main's file, the branch's run.
+          { ...deployJob(env), ref: branch },
+          // A pull request: no Azure token at all now (docs/deploy.md, "Identities").
+          { event: 'pull_request', ref: 'refs/pull/7/merge', jobWorkflowRef: workflowFile('deploy.yml', 'refs/pull/7/merge') },
+          { environment: env, event: 'pull_request', ref: 'refs/pull/7/merge', jobWorkflowRef: workflowFile('deploy.yml', 'refs/pull/7/merge') },
+          // Another workflow of main naming the environment, or deploy.yml's job in an environment.
+          { environment: env, event: 'push', ref: MAIN, jobWorkflowRef: workflowFile('other.yml') },
+          { ...planJob, environment: env },
           deployJob(other),
           deployJob('staging'),
-          { event: 'push', ref: 'refs/heads/main' },
-          { event: 'workflow_dispatch', ref: 'refs/heads/main' },
         ];
         const signedIn = jobs.filter((job) => identitiesOf(credentials, githubToken(repository, job)).length > 0);
         expect(signedIn.map((job) => githubSubject(repository, job))).toEqual([]);
         expect(identitiesOf(credentials, githubToken({ ...repository, owner: 'Octo-Org' }, deployJob(env)))).toEqual([]); // Entra compares case-sensitively
         expect(identitiesOf(credentials, githubToken({ ...repository, name: 'octo-repo-2' }, deployJob(env)))).toEqual([]);
-        // The environment, not the event, makes the subject (GitHub: pull_request only when the job names no
-        // environment): a pull request's job in the environment is the deploy identity's, behind the
-        // environment's branch protection, and never the plan identity's.
-        expect(identitiesOf(credentials, githubToken(repository, { ...planJob, environment: env }))).toEqual([`id-drawreq-${env}-deploy`]);
       },
     );
+
+    test.each(SHAPES)("%s subjects: under GitHub's default template (the repository's template reset) no job signs in at all", async (_shape, repository) => {
+      const credentials = await bootstrap(env);
+      const reset = { ...repository, subjectClaimKeys: undefined };
+      for (const job of [deployJob(env), planJob, stopJob(env), { event: 'pull_request', ref: 'refs/pull/7/merge' }])
+        expect({ sub: githubSubject(reset, job), identities: identitiesOf(credentials, githubToken(reset, job)) }).toEqual({
+          sub: githubSubject(reset, job),
+          identities: [],
+        });
+    });
 
     test('an immutable token of another repository id, or of another owner id, matches none (a recycled name cannot sign in)', async () => {
       const credentials = await bootstrap(env);
@@ -1732,7 +1988,7 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
         { ...IMMUTABLE, ownerId: '999' },
         { ...IMMUTABLE, id: '4567' },
       ])
-        for (const job of [deployJob(env), planJob])
+        for (const job of [deployJob(env), planJob, stopJob(env)])
           expect({ sub: githubSubject(stranger, job), identities: identitiesOf(credentials, githubToken(stranger, job)) }).toEqual({
             sub: githubSubject(stranger, job),
             identities: [],
@@ -1754,14 +2010,20 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
       expect(identitiesOf(credentials, githubToken(LEGACY, planJob))).toEqual([]);
     });
 
-    test('githubSubjectFormat legacy trusts the legacy form only, under the names environments bootstrapped before had', async () => {
+    test('githubSubjectFormat legacy trusts the legacy form only', async () => {
       const credentials = await bootstrap(env, { githubSubjectFormat: 'legacy' });
-      expect(credentials.map((c) => [c.identity, c.name, c.subject])).toEqual([
-        [`id-drawreq-${env}-deploy`, `github-environment-${env}`, `repo:octo-org/octo-repo:environment:${env}`],
-        [`id-drawreq-${env}-plan`, 'github-pull-requests', 'repo:octo-org/octo-repo:pull_request'],
-        [`id-drawreq-${env}-stop`, `github-environment-${env}-stop`, `repo:octo-org/octo-repo:environment:${env}-stop`],
+      expect(credentials.map((c) => [c.identity, c.name])).toEqual([
+        [`id-drawreq-${env}-deploy`, `github-main-deploy-${env}`],
+        [`id-drawreq-${env}-plan`, 'github-main-plan'],
+        [`id-drawreq-${env}-stop`, `github-main-stop-${env}`],
       ]);
+      expect(identitiesOf(credentials, githubToken(LEGACY, deployJob(env)))).toEqual([`id-drawreq-${env}-deploy`]);
       expect(identitiesOf(credentials, githubToken(IMMUTABLE, deployJob(env)))).toEqual([]);
+    });
+
+    test('the credentials take none of the names the bootstrap before issue #40 gave, so re-running it on an existing environment rewrites none in place (docs/deploy.md, "Migration")', async () => {
+      const names = (await bootstrap(env)).map((c) => c.name);
+      expect(names.filter((name) => Object.values(EARLIER_CREDENTIALS(env)).flat().includes(name))).toEqual([]);
     });
   });
 
@@ -1774,7 +2036,8 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
         for (const c of credentials) byIdentity.set(c.identity, [...(byIdentity.get(c.identity) ?? []), c]);
         expect([...byIdentity.keys()].sort()).toEqual([`id-drawreq-${env}-deploy`, `id-drawreq-${env}-plan`, `id-drawreq-${env}-stop`]);
         for (const [identity, own] of byIdentity) {
-          expect({ identity, count: own.length <= MAX_CREDENTIALS_PER_IDENTITY }).toEqual({ identity, count: true });
+          // With the earlier credentials an environment keeps until the migration deletes them (two per identity).
+          expect({ identity, count: own.length + 2 <= MAX_CREDENTIALS_PER_IDENTITY }).toEqual({ identity, count: true });
           expect(new Set(own.map((c) => c.name)).size).toBe(own.length);
           expect(new Set(own.map((c) => `${c.issuer} ${c.subject}`)).size).toBe(own.length); // Entra: "Issuer and subject combination already exists"
           for (const c of own) expect(c.name).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{2,119}$/); // 3-120 characters, alphanumeric first
@@ -1782,6 +2045,34 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
       }
     },
   );
+
+  /** The credentials the `az identity federated-credential delete` commands of a docs/deploy.md section delete, as run. */
+  const credentialsDeletedBy = (section: string, env: string): string[] =>
+    azCallsOf(section, 'federated-credential delete', { env })
+      .filter((args) => args.slice(0, 3).join(' ') === 'identity federated-credential delete')
+      .map((args) => {
+        expect(optionOf(args, '--resource-group')).toBe(`rg-drawreq-${env}`);
+        return `${optionOf(args, '--identity-name')}/${optionOf(args, '--name')}`;
+      })
+      .sort();
+
+  test.each(ENVIRONMENTS)(
+    '%s: narrowing to the immutable form deletes by hand the legacy credential of each of the three identities, and nothing else (issue #41 §3 item 3)',
+    async (env) => {
+      const both = await bootstrap(env);
+      const immutable = await bootstrap(env, { githubSubjectFormat: 'immutable' });
+      const legacy = both.filter((c) => c.subject.startsWith('repo:octo-org/octo-repo:')).map((c) => `${c.identity}/${c.name}`);
+      expect(new Set(legacy.map((c) => c.split('/')[0])).size).toBe(3);
+      expect(credentialsDeletedBy('### Which subject GitHub sends', env)).toEqual(legacy.sort());
+      // What is left is what the bootstrap declares with githubSubjectFormat=immutable.
+      expect(both.filter((c) => !legacy.includes(`${c.identity}/${c.name}`)).map((c) => c.name)).toEqual(immutable.map((c) => c.name));
+    },
+  );
+
+  test.each(ENVIRONMENTS)("%s: the migration deletes each identity's earlier credentials, in both forms, and none of the bootstrap's", (env) => {
+    const earlier = Object.entries(EARLIER_CREDENTIALS(env)).flatMap(([identity, names]) => names.map((name) => `${identity}/${name}`));
+    expect(credentialsDeletedBy('## Migration of an existing environment', env)).toEqual(earlier.sort());
+  });
 
   test('the evaluation can fail: it refuses a construct it does not know rather than guessing its value', async () => {
     const source =
@@ -1799,12 +2090,12 @@ describe("federated credentials: a token in GitHub's legacy and immutable subjec
   test('the bootstrap trusts both forms unless told otherwise (docs/decisions.md)', async () => {
     expect(file(BOOTSTRAP).params.get('githubSubjectFormat')?.defaultValue).toBe('both');
     expect((await bootstrap('dev')).map((c) => c.name)).toEqual([
-      'github-environment-dev',
-      'github-environment-dev-immutable',
-      'github-pull-requests',
-      'github-pull-requests-immutable',
-      'github-environment-dev-stop',
-      'github-environment-dev-stop-immutable',
+      'github-main-deploy-dev',
+      'github-main-deploy-dev-immutable',
+      'github-main-plan',
+      'github-main-plan-immutable',
+      'github-main-stop-dev',
+      'github-main-stop-dev-immutable',
     ]);
   });
 

@@ -1,14 +1,16 @@
 import { PARTNER_CACHE_TTL_MS, PartnerDirectory, type PartnerSource } from '../../lib/partners';
-import type { PartnerRecord, StoreResult } from '../../lib/store';
+import type { PartnerLookup, PartnerRecord, StoreResult } from '../../lib/store';
 
-/** A partner table in memory that counts reads (the cache logic is what is under test here). */
-function source(rows: Record<string, PartnerRecord>, fail = false) {
+/** A partner table and a stop list in memory that count lookups (the cache logic is what is under test here). */
+function source(rows: Record<string, PartnerRecord>, fail = false, stopped: readonly string[] = []) {
   const reads: string[] = [];
   const table: PartnerSource = {
-    readPartner: async (clientId: string): Promise<StoreResult<PartnerRecord | undefined>> => {
+    readPartner: async (clientId: string): Promise<StoreResult<PartnerLookup>> => {
       reads.push(clientId);
       await new Promise((resolve) => setImmediate(resolve));
-      return fail ? { ok: false, failure: { code: 'ERR_STORAGE_UNREACHABLE', operation: 'readPartner' } } : { ok: true, value: rows[clientId] };
+      return fail
+        ? { ok: false, failure: { code: 'ERR_STORAGE_UNREACHABLE', operation: 'readPartner' } }
+        : { ok: true, value: { partner: rows[clientId], stopped: stopped.includes(clientId) } };
     },
   };
   return { table, reads };
@@ -49,6 +51,24 @@ test('refusals are cached too; storage failures are not', async () => {
   expect(await flaky.resolve('a')).toEqual({ ok: false, failure: { code: 'ERR_STORAGE_UNREACHABLE', operation: 'readPartner' } });
   await flaky.resolve('a');
   expect(failing.reads).toEqual(['a', 'a']);
+});
+
+test('a client on the stop list is refused whatever its Partners row says, and the refusal is cached like the others', async () => {
+  let now = 1_000;
+  const { table, reads } = source({ a: { partnerId: 'P', active: true }, b: { partnerId: 'P', active: false }, c: { partnerId: 'P', active: true } }, false, [
+    'a',
+    'b',
+    'gone',
+  ]);
+  const directory = new PartnerDirectory(table, () => now);
+  expect(await directory.resolve('a')).toEqual({ ok: false, refused: 'ERR_AUTH_STOPPED_CLIENT' }); // an active row does not undo a stop
+  expect(await directory.resolve('b')).toEqual({ ok: false, refused: 'ERR_AUTH_STOPPED_CLIENT' });
+  expect(await directory.resolve('gone')).toEqual({ ok: false, refused: 'ERR_AUTH_STOPPED_CLIENT' }); // no Partners row at all
+  expect(await directory.resolve('c')).toEqual({ ok: true, partnerId: 'P' });
+  expect(directory.cachedRefusal('a')).toBe('ERR_AUTH_STOPPED_CLIENT');
+  now += PARTNER_CACHE_TTL_MS;
+  expect(directory.cachedRefusal('a')).toBeUndefined();
+  expect(reads).toEqual(['a', 'b', 'gone', 'c']); // one lookup each: the row and the stop come together
 });
 
 test('a row without a PartnerId fails closed', async () => {

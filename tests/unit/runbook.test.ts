@@ -100,19 +100,81 @@ describe('the workbook tiles the runbook sends on-call to exist', () => {
   });
 });
 
-describe('the access the runbook lists is what infra/ grants the on-call group', () => {
-  const ROLE_NAMES = rolesNamed('Workbook Reader', 'Monitoring Reader', 'Log Analytics Reader', 'Storage Table Data Reader', 'Storage Table Data Contributor');
+describe('the access the runbook lists is what infra/ grants the on-call group, in the environments that grant it (issue #41 §3 item 1)', () => {
+  const ROLE_NAMES = rolesNamed('Workbook Reader', 'Monitoring Reader', 'Log Analytics Reader', 'Storage Table Data Reader');
+  /** How the runbook's "On" column names each scope the module assigns at (its resource symbols). */
+  const SCOPE_NAMES: Record<string, string> = {
+    workbook: 'the on-call workbook',
+    appInsights: 'the Application Insights component',
+    workspace: 'the workspace',
+    account: 'the storage account',
+    partnersTable: '`Partners`',
+    drawsTable: '`DrawRequests`',
+    stoppedClientsTable: '`StoppedClients`',
+  };
+  const rows = () => tableRows(section('### Your access'), /^\| To \| Role \| On \| Where \|$/);
 
-  test('each role onCallAccess.bicep assigns is a row of "Your access", and no row names a role it does not assign', () => {
-    const module = read('infra/modules/onCallAccess.bicep');
-    const ids = Object.fromEntries([...module.matchAll(/^var (\w+) = '([0-9a-f-]{36})'$/gm)].map((m) => [m[1], m[2]]));
-    const granted = [...module.matchAll(/roleDefinitions', (\w+)\)/g)].map((m) => ROLE_NAMES[ids[m[1]]] ?? `unknown role ${m[1]}`).sort();
-    expect(granted).toHaveLength(6);
-    const rows = tableRows(section('### Your access'), /^\| To \| Role \| On \|$/);
-    const listed = rows.filter((r) => Object.values(ROLE_NAMES).includes(r[1])).map((r) => r[1]);
-    expect(listed.sort()).toEqual(granted);
+  /** Each role assignment of infra/modules/onCallAccess.bicep as [role name, scope symbol]. */
+  function granted(text = read('infra/modules/onCallAccess.bicep')): string[][] {
+    const ids = Object.fromEntries([...text.matchAll(/^var (\w+) = '([0-9a-f-]{36})'$/gm)].map((m) => [m[1], m[2]]));
+    return [...text.matchAll(/^resource \w+ 'Microsoft\.Authorization\/roleAssignments@[\d-]+' = \{\n[^]*?\n\}/gm)].map((m) => [
+      ROLE_NAMES[ids[/roleDefinitions', (\w+)\)/.exec(m[0])?.[1] ?? '']] ?? 'an unknown role',
+      /^ {2}scope: (\w+)$/m.exec(m[0])?.[1] ?? 'no scope',
+    ]);
+  }
+
+  /** What is wrong between the module's grants and the rows that name a role: [] when nothing. */
+  function problems(grants: string[][], listed: string[][]): string[] {
+    const withRole = listed.filter((r) => Object.values(ROLE_NAMES).includes(r[1]));
+    return [
+      ...grants
+        .filter(([role, scope]) => !withRole.some((r) => r[1] === role && r[2].includes(SCOPE_NAMES[scope] ?? scope)))
+        .map(([role, scope]) => `granted, not listed: ${role} on ${scope}`),
+      ...withRole.flatMap((r) =>
+        Object.entries(SCOPE_NAMES)
+          .filter(([, name]) => r[2].includes(name))
+          .filter(([scope]) => !grants.some(([role, s]) => role === r[1] && s === scope))
+          .map(([scope]) => `listed, not granted: ${r[1]} on ${scope}`),
+      ),
+    ];
+  }
+
+  test('each role onCallAccess.bicep assigns, at each scope, is in a row of "Your access", and no row names a role or scope it does not assign', () => {
+    expect(granted()).toHaveLength(7);
+    expect(problems(granted(), rows())).toEqual([]);
     // What on-call is not given is said, with whom to ask: rollback is GitHub's, a restart the platform team's.
-    expect(rows.map((r) => r[2])).toEqual(expect.arrayContaining([expect.stringContaining('GitHub, not Azure'), expect.stringContaining("not on-call's")]));
+    expect(rows().map((r) => r[2])).toEqual(expect.arrayContaining([expect.stringContaining('GitHub, not Azure'), expect.stringContaining("not on-call's")]));
+  });
+
+  test('a row that needs an Azure role names only environments whose parameters grant it, and names every one that does', () => {
+    const grantsIn = (env: string) => {
+      const parameters = JSON.parse(read(`infra/env/${env}.parameters.json`)) as { parameters: Record<string, { value: unknown }> };
+      return (parameters.parameters.onCallGroupObjectId?.value ?? '') !== ''; // prod's placeholder: the deployment refuses it until it is filled in
+    };
+    const granting = ['dev', 'prod'].filter(grantsIn);
+    expect(granting).toEqual(['prod']);
+    for (const row of rows().filter((r) => Object.values(ROLE_NAMES).includes(r[1])))
+      expect({ to: row[0], where: row[3].split(', ') }).toEqual({ to: row[0], where: granting });
+    for (const row of rows().filter((r) => r[2].startsWith('GitHub, not Azure')))
+      expect({ to: row[0], where: row[3] }).toEqual({ to: row[0], where: 'dev, prod' });
+  });
+
+  test('no step of the runbook writes a table: on-call holds no table write in any environment', () => {
+    const commands = [...RUNBOOK.matchAll(/az storage (entity|table) (\w+)/g)].map((m) => `${m[1]} ${m[2]}`);
+    expect(commands.length).toBeGreaterThan(2);
+    expect(commands.filter((c) => c !== 'entity query' && c !== 'entity show')).toEqual([]);
+  });
+
+  test('the checks can fail: a role the module does not grant, a scope it grants elsewhere, and a grant left out are each reported', () => {
+    const listed = rows();
+    // As the runbook had it before issue #41: the table role on the storage account, which the module no longer grants.
+    expect(problems(granted(), [...listed, ['read the tables', 'Storage Table Data Reader', 'the storage account', 'prod']])).toEqual([
+      'listed, not granted: Storage Table Data Reader on account',
+    ]);
+    expect(problems([...granted(), ['Storage Table Data Reader', 'loansTable']], listed)).toEqual([
+      'granted, not listed: Storage Table Data Reader on loansTable',
+    ]);
+    expect(problems(granted().slice(1), listed)).toEqual([`listed, not granted: ${granted()[0][0]} on ${granted()[0][1]}`]);
   });
 });
 

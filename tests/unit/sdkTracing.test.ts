@@ -23,7 +23,14 @@ describe("the store's clients have no per-call tracing policy", () => {
 
   test.each([false, true])('none of the TableStore clients has it (telemetry recording rounds: %s)', (recordRounds) => {
     const store = new TableStore(
-      { connectionString: AZURITE, partnersTable: 'Partners', loansTable: 'Loans', drawsTable: 'Draws', idempotencyTable: 'Keys' },
+      {
+        connectionString: AZURITE,
+        partnersTable: 'Partners',
+        loansTable: 'Loans',
+        drawsTable: 'Draws',
+        idempotencyTable: 'Keys',
+        stoppedClientsTable: 'Stops',
+      },
       undefined,
       undefined,
       recordRounds,

@@ -90,9 +90,10 @@ test('no secret anywhere: no secrets context, no credentials input; Azure sign-i
     );
 });
 
-test("each sign-in presents the subject its identity trusts: deploy from a job in the GitHub environment, plan from a pull request's job in none", () => {
-  // GitHub's subject names the job's environment when it references one, else pull_request for a pull
-  // request event; infra/modules/pipelineIdentities.bicep trusts exactly those (tests/unit/infra.test.ts).
+test("each sign-in is a job of main's run of its file, which is what its identity trusts: deploy in the GitHub environment, plan in none, stop in <env>-stop; no pull request signs in", () => {
+  // Under the repository's subject template (scripts/githubSettings.cjs) GitHub's subject names the job's
+  // environment (else the ref), the run's ref and the job's workflow file; infra/modules/pipelineIdentities.bicep
+  // trusts exactly these jobs on main (tests/unit/infra.test.ts).
   const signIns = FILES.flatMap((file) =>
     Object.entries(workflow(file).jobs).flatMap(([name, job]) =>
       (job.steps ?? []).filter((s) => s.uses?.startsWith('azure/login@')).map((s) => ({ file, name, job, clientId: s.with?.['client-id'] })),
@@ -102,7 +103,7 @@ test("each sign-in presents the subject its identity trusts: deploy from a job i
     // deploy signs in twice (again before the smoke check's token): both from the environment's job.
     ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
     ['deploy-environment.yml', 'deploy', '${{ steps.target.outputs.deployClientId }}', '${{ inputs.environment }}', null],
-    ['deploy.yml', 'what-if', '${{ steps.target.outputs.planClientId }}', null, "github.event_name == 'pull_request'"],
+    ['deploy.yml', 'what-if', '${{ steps.target.outputs.planClientId }}', null, "github.event_name == 'push'"],
     // On-call's stop: the stop identity, from <env>-stop (its own credential; no reviewers there).
     ['stop-client.yml', 'stop', '${{ steps.target.outputs.stopClientId }}', '${{ inputs.environment }}-stop', null],
   ]);
@@ -132,9 +133,12 @@ describe('the order of a release', () => {
   const deploy = () => workflow('deploy.yml');
   const callee = () => workflow('deploy-environment.yml');
 
-  test('pull requests build, then preview each environment with the read-only identity; nothing deploys', () => {
+  test('a pull request builds and tests, and no job of it signs in to Azure; a push previews each environment with the read-only identity before prod', () => {
     const { jobs } = deploy();
-    expect(jobs['what-if'].if).toBe("github.event_name == 'pull_request'");
+    const forPullRequests = Object.entries(jobs).filter(([, job]) => job.if === undefined || job.if.includes("!= 'workflow_dispatch'"));
+    expect(forPullRequests.map(([name]) => name)).toEqual(['build']);
+    expect((jobs.build.steps ?? []).some((s) => s.uses?.startsWith('azure/login@'))).toBe(false);
+    expect(jobs['what-if'].if).toBe("github.event_name == 'push'");
     expect(jobs['what-if'].needs).toBe('build');
     expect(jobs['what-if'].strategy?.matrix?.environment).toEqual(['dev', 'prod']);
     const login = (jobs['what-if'].steps ?? []).find((s) => s.uses?.startsWith('azure/login@'));
@@ -152,7 +156,8 @@ describe('the order of a release', () => {
       with: { environment: 'dev', run_id: '${{ github.run_id }}' },
     });
     expect(jobs['deploy-prod']).toMatchObject({
-      needs: 'deploy-dev',
+      // prod's reviewers are asked once the run's summary holds prod's what-if.
+      needs: ['deploy-dev', 'what-if'],
       uses: './.github/workflows/deploy-environment.yml',
       with: { environment: 'prod', run_id: '${{ github.run_id }}' },
     });
@@ -184,8 +189,11 @@ describe('the order of a release', () => {
     expect(steps.slice(1).map((s) => s.uses?.replace(/@.*$/, '') ?? s.run)).toEqual([
       'actions/checkout',
       'node scripts/provenance.cjs "$RUN_ID" --environment "$ENVIRONMENT" --repository "$REPOSITORY" --this-run "$THIS_RUN"',
+      // The environment (main only; prod's reviewers) and the subject template, not drifted (issue #40).
+      'node scripts/githubSettings.cjs check "$ENVIRONMENT"',
       `bash scripts/target.sh "$ENVIRONMENT" | grep '^runsOn=' >> "$GITHUB_OUTPUT"`,
     ]);
+    expect(steps[3].env).toEqual({ GH_TOKEN: '${{ github.token }}', ENVIRONMENT: '${{ inputs.environment }}' });
     expect(steps[1].with).toEqual({ 'persist-credentials': false });
     // The repository is the one infra/env/<env>.pipeline.json pins; github.repository must be it.
     expect(steps[2].env).toEqual({
@@ -299,11 +307,11 @@ describe("on-call's emergency stop (stop-client.yml)", () => {
     expect(runs[1].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
   });
 
-  test('scripts/stopClient.sh reads the row, then only merges Active=false into an existing row (If-Match: *): never true, never insert, replace or delete', () => {
+  test('scripts/stopClient.sh reads the Partners row, then only inserts one stop-list row (Insert Entity: --if-exists fail): never a merge, replace or delete, never a Partners write', () => {
     const script = readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8').replace(/^\s*#.*$/gm, '');
-    expect([...script.matchAll(/\baz ([a-z]+ [a-z]+ [a-z]+)/g)].map((m) => m[1])).toEqual(['storage entity show', 'storage entity merge']);
-    expect(script).toContain("--if-match '*'");
-    expect(script).toContain('Active=false Active@odata.type=Edm.Boolean');
-    expect(script).not.toMatch(/Active=(?!false\b)/);
+    expect([...script.matchAll(/\baz ([a-z]+ [a-z]+ [a-z]+)/g)].map((m) => m[1])).toEqual(['storage entity show', 'storage entity insert']);
+    expect(script).toMatch(/az storage entity show [^\n]*--table-name "\$partners"/);
+    expect(script).toMatch(/az storage entity insert [^\n]*--table-name "\$stops" --if-exists fail/);
+    expect(script).not.toMatch(/Active=/);
   });
 });
