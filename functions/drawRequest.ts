@@ -153,6 +153,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     const partner = await caller;
     return partner.ok ? store.readKeyState(partner.partnerId, key, hash) : NOTHING_HELD;
   }
+
   return async function drawRequest(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
     return telemetry.inInvocation(context, async () => {
       const outcome = new InvocationOutcome(context, telemetry);
