@@ -64,7 +64,7 @@ export interface SoakReport {
   readonly keyedBatches: number;
   /** Rows in the draws table (all partitions) at the end. */
   readonly rows: number;
-  /** Rows in the Idempotency-Key table at the end. */
+  /** Keys with rows in the Idempotency-Key table at the end (each a holder and its batch's row). */
   readonly keyRecords: number;
   readonly violationCount: number;
   /** The first 10 violations. */
@@ -506,15 +506,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     }
     if (rows.length !== accepted.size) violation(`${rows.length} draw rows for ${accepted.size} accepted draws`);
 
-    // A key's record names the request whose 204 landed the batch; replays added none.
-    const recordsByKey = new Map(keyRows.map((r) => [r.IdempotencyKey as string, r]));
+    // A key's rows (contract §4.1): its holder and the batch's own Taken row, each naming the request whose
+    // 204 landed the batch; replays added none.
+    const rowsByKey = new Map<string, TableEntityResult<Record<string, unknown>>[]>();
+    for (const row of keyRows) rowsByKey.set(row.IdempotencyKey as string, [...(rowsByKey.get(row.IdempotencyKey as string) ?? []), row]);
     for (const [key, requestId] of keyedBatches) {
-      const record = recordsByKey.get(key);
-      if (record === undefined) violation(`no Idempotency-Key record for ${key}`);
-      else if (record.RequestId !== requestId) violation(`Idempotency-Key ${key} recorded request ${String(record.RequestId)}, not ${requestId}`);
+      const found = rowsByKey.get(key) ?? [];
+      const holder = found.find((r) => r.rowKey === '');
+      const own = found.filter((r) => r.rowKey !== '');
+      if (holder === undefined) violation(`no Idempotency-Key holder for ${key}`);
+      else if (holder.RequestId !== requestId) violation(`Idempotency-Key ${key} held by request ${String(holder.RequestId)}, not ${requestId}`);
+      if (own.length !== 1 || own[0].State !== 'Taken' || own[0].RequestId !== requestId || own[0].rowKey !== holder?.BatchHash)
+        violation(`Idempotency-Key ${key}: ${own.length} batch row(s) (${own.map((r) => `${String(r.State)} by ${String(r.RequestId)}`).join(', ')}), not one Taken by ${requestId}`);
     }
-    if (keyRows.length !== keyedBatches.size) violation(`${keyRows.length} Idempotency-Key records for ${keyedBatches.size} keyed batches`);
-
+    for (const key of rowsByKey.keys()) if (!keyedBatches.has(key)) violation(`Idempotency-Key ${key} has rows but no keyed batch landed under it`);
     // Memory.
     if (!(rssEnd <= rssStart + limitMb)) violation(`dev host RSS grew from ${round(rssStart)} MB to ${round(rssEnd)} MB (limit +${limitMb} MB)`);
     for (const kind of KINDS) if (byKind[kind].requests === 0) notes.push(`no ${kind} request was sent (run longer)`);
@@ -550,7 +555,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       rejectedOnlyLoans: rejectedLoans.size,
       keyedBatches: keyedBatches.size,
       rows: rows.length,
-      keyRecords: keyRows.length,
+      keyRecords: rowsByKey.size,
       violationCount: violations.length,
       violations: violations.slice(0, MAX_LISTED),
       rss: { startMb: round(rssStart), endMb: round(rssEnd), peakMb: round(rssPeak), startAtMs: warmupMs, limitMb },
@@ -578,7 +583,7 @@ export function formatReport(report: SoakReport): string {
     `latency ms: p50 ${report.latencyMs.p50}, p95 ${report.latencyMs.p95}, p99 ${report.latencyMs.p99}, max ${report.latencyMs.max}`,
     `per 10 s: ${report.windows.map((w) => `${w.requests} req p50 ${w.p50Ms} ms`).join(' | ')}`,
     `storage: ${report.rows} draw rows for ${report.acceptedDraws} accepted draws; ${report.rejectedOnlyLoans} refused loans with no row expected; ` +
-      `${report.keyRecords} key records for ${report.keyedBatches} keyed batches`,
+      `${report.keyRecords} keys with rows for ${report.keyedBatches} keyed batches`,
     `dev host RSS: ${report.rss.startMb} MB after ${report.rss.startAtMs} ms warm-up, ${report.rss.endMb} MB at the end (peak ${report.rss.peakMb} MB, limit +${report.rss.limitMb} MB)`,
     `dev host: ${report.devHostErrorLines} error log lines, exit code ${report.devHostExitCode} on SIGTERM`,
     `violations: ${report.violationCount}`,

@@ -172,7 +172,8 @@ describe('concurrent batches over a throttled day partition', () => {
         expect(h.recordOf(reply)?.reasonDetail).toMatch(/^(readBatchState|commitDraws|readDraws) status 503 ServerBusy$/);
         expect(rows).toEqual([]); // absent
       } else {
-        expectOutcomeUnknown(reply);
+        // A keyed batch may be resent under its key (Retry-After); an unkeyed one may not (contract §2.1).
+        expectOutcomeUnknown(reply, batch.key === undefined ? undefined : RETRY_AFTER_SECONDS);
         expect([0, batch.loans.length]).toContain(rows.length); // never half
       }
     };
