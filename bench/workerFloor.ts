@@ -142,7 +142,7 @@ async function packageMap(app: PackagedApp): Promise<SourceMap> {
 const PARTS: readonly { readonly part: string; readonly test: RegExp }[] = [
   { part: 'token verification (cached)', test: /\/lib\/(auth|verifiedTokens|entraTokens)\.ts$|\/node_modules\/jose\// },
   {
-    part: 'headers, body reading and validation',
+    part: 'request checks: headers, body parsing and validation',
     test: /\/lib\/(requestBody|jsonTokens|elementChecks|elementSchema|idempotency)\.ts$|\/lib\/generated\/|\/node_modules\/content-type\//,
   },
   { part: 'draw rules', test: /\/lib\/(drawRules|errorCatalogue)\.ts$/ },
