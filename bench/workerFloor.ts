@@ -157,7 +157,7 @@ const PARTS: readonly { readonly part: string; readonly test: RegExp }[] = [
     test: /\/lib\/store\.ts$|\/bench\/floor\.ts$|\/node_modules\/(@azure\/(data-tables|core-[a-z-]+|abort-controller|logger)|@typespec\/ts-http-runtime|tslib)\//,
   },
   { part: 'handler', test: /\/functions\/(drawRequest|main)\.ts$|\/bench\/floorApp\.ts$/ },
-  { part: 'adapter (@azure/functions)', test: /(\/node_modules\/|webpack:\/\/)@azure\/functions(-extensions-base)?\/|\/node_modules\/cookie\// },
+  { part: 'adapter (@azure/functions)', test: /\/node_modules\/(@azure\/functions(-extensions-base)?|cookie)\// },
   { part: 'worker and gRPC', test: /azure-functions-nodejs-worker\// },
 ];
 const GC = '(garbage collector)';
@@ -170,19 +170,32 @@ interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number };
   readonly children?: readonly number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   readonly nodes: readonly ProfileNode[];
   readonly startTime: number;
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
 }
 
-/** Where a frame's code comes from: its source through its bundle's map (by the bundle's file URL), or its URL. */
+/**
+ * Where a frame's code comes from: for a bundle's frame (its file URL a key of `maps`), the source its
+ * map gives, as `/node_modules/<package>/…` or the repository path (`webpack://<package>/…`, a package's
+ * own bundled sources, counts as that package); otherwise the frame's URL.
+ */
 function sourceOf(frame: ProfileNode['callFrame'], maps: ReadonlyMap<string, SourceMap>): string {
   const map = maps.get(frame.url);
   if (map === undefined) return frame.url;
-  const entry = map.findEntry(frame.lineNumber, frame.columnNumber) as { originalSource?: string };
-  return entry.originalSource === undefined ? frame.url : `/${entry.originalSource.replace(/^(\.\.\/)+/, '')}`;
+  const { originalSource } = map.findEntry(frame.lineNumber, frame.columnNumber) as { originalSource?: string };
+  if (originalSource === undefined) return frame.url;
+  return `/${originalSource.replace(/^webpack:\/\//, 'node_modules/').replace(/^(\.\.\/)+/, '')}`;
+}
+
+/** A source as the tables show it: a package's path, or the repository's. */
+function shortSource(source: string): string {
+  if (source === '') return 'V8';
+  const inPackage = /\/node_modules\/(.*)$/.exec(source)?.[1];
+  if (inPackage !== undefined) return inPackage;
+  return source.startsWith(`${ROOT}/`) ? source.slice(ROOT.length + 1) : source.replace(/^\/(?=[a-z]+\/)/, '');
 }
 
 /**
@@ -230,10 +243,7 @@ export function attribute(
     if (frame.functionName === '(idle)' || frame.functionName === '(root)') return;
     const part = partOf(id);
     parts.set(part, (parts.get(part) ?? 0) + ms);
-    const source = sourceOf(frame, maps)
-      .replace(/^.*\/node_modules\//, '')
-      .replace(/^.*?\/(lib|functions|bench)\//, '$1/');
-    const name = `${frame.functionName || '(anonymous)'} (${source === '' ? 'V8' : source})`;
+    const name = `${frame.functionName || '(anonymous)'} (${shortSource(sourceOf(frame, maps))})`;
     const entry = self.get(name) ?? { part, ms: 0 };
     entry.ms += ms;
     self.set(name, entry);
