@@ -24,7 +24,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writ
 import { SourceMap } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startAzurite, type Azurite } from '../dev/azurite';
 import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
@@ -193,6 +193,7 @@ function sourceOf(frame: ProfileNode['callFrame'], maps: ReadonlyMap<string, Sou
 /** A source as the tables show it: a package's path, or the repository's. */
 function shortSource(source: string): string {
   if (source === '') return 'V8';
+  if (source.startsWith('file://')) return shortSource(fileURLToPath(source));
   const inPackage = /\/node_modules\/(.*)$/.exec(source)?.[1];
   if (inPackage !== undefined) return inPackage;
   return source.startsWith(`${ROOT}/`) ? source.slice(ROOT.length + 1) : source.replace(/^\/(?=[a-z]+\/)/, '');

@@ -5,6 +5,7 @@
 import { encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
 import { SourceMap } from 'node:module';
 import { attribute, workerFloorTargetLines, type CpuProfile, type WorkerFloor } from '../../bench/workerFloor';
+import { ROOT } from '../../scripts/bundle';
 
 const BUNDLE = 'file:///tmp/app/dist/bundle/main.js';
 /** One line of minified code: each source's code starts at the column given, as esbuild maps it. */
@@ -120,6 +121,10 @@ describe('a sample counts for the innermost frame of its stack that belongs to a
       1,
     );
     expect([...self.keys()]).toEqual(['pointRead (lib/store.ts)', 'log (@azure/functions/src/InvocationContext.ts)']);
+    const worker = { name: 'invoke', url: `file://${ROOT}/vendor/azure-functions-nodejs-worker/dist/src/worker-bundle.js` };
+    expect([...attribute(profileOf([[worker]]), maps, 0, Infinity, 1).self.keys()]).toEqual([
+      'invoke (vendor/azure-functions-nodejs-worker/dist/src/worker-bundle.js)',
+    ]);
   });
 });
 
