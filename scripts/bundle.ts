@@ -9,7 +9,7 @@
 import { build as esbuild, type BuildOptions } from 'esbuild';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { managedIdentityApart, notShipped, oneCopy, oneDialect, xmlOnFirstUse } from './bundlePlugins';
+import { managedIdentityApart, noFunctionsHook, notShipped, oneCopy, oneDialect, xmlOnFirstUse } from './bundlePlugins';
 import { ownMappingsOnly } from './sourceMaps';
 
 // scripts/ from the sources (tests), dist/scripts/ once compiled.
@@ -86,42 +86,43 @@ export interface BundleReport {
   readonly mainInputs: readonly string[];
 }
 
+/** What every output of the package is built with. */
+export const COMMON_OPTIONS: BuildOptions = {
+  bundle: true,
+  absWorkingDir: ROOT, // the metafile's paths are relative to it (the licence notices read them)
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  external: [...BUNDLE_EXTERNALS],
+  // ESM builds where packages have them: static imports esbuild can follow and tree-shake.
+  mainFields: ['module', 'main'],
+  minify: true, // less to read and parse at cold start
+  // Stack traces in the host's log name the service's source files and lines: the package ships the
+  // maps and the app runs with --enable-source-maps (infra/modules/functionApp.bicep). Mappings only,
+  // and only into lib/ and functions/ (scripts/sourceMaps.ts), no source text: Node needs none to map
+  // a stack, it keeps every map it loads in memory, and no source is deployed.
+  sourcemap: 'linked',
+  sourcesContent: false,
+  legalComments: 'none', // THIRD-PARTY-NOTICES.txt carries every bundled package's licence whole
+  logLevel: 'warning',
+};
+
+/** main.js: functions/main.ts and what it imports (bench/workerFloor.ts builds it again for the whole source map). */
+export const MAIN_OPTIONS: BuildOptions = {
+  ...COMMON_OPTIONS,
+  entryPoints: [join(ROOT, 'functions', 'main.ts')],
+  outfile: BUNDLE,
+  plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, noFunctionsHook, oneCopy(ROOT), oneDialect],
+};
+
 export async function bundle(): Promise<BundleReport> {
   const standInImports: { importer: string; standIn: string }[] = [];
   const mainInputs: string[] = [];
-  const common: BuildOptions = {
-    bundle: true,
-    absWorkingDir: ROOT, // the metafile's paths are relative to it (the licence notices read them)
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    external: [...BUNDLE_EXTERNALS],
-    // ESM builds where packages have them: static imports esbuild can follow and tree-shake.
-    mainFields: ['module', 'main'],
-    minify: true, // less to read and parse at cold start
-    // Stack traces in the host's log name the service's source files and lines: the package ships the
-    // maps and the app runs with --enable-source-maps (infra/modules/functionApp.bicep). Mappings only,
-    // and only into lib/ and functions/ (scripts/sourceMaps.ts), no source text: Node needs none to map
-    // a stack, it keeps every map it loads in memory, and no source is deployed.
-    sourcemap: 'linked',
-    sourcesContent: false,
-    legalComments: 'none', // THIRD-PARTY-NOTICES.txt carries every bundled package's licence whole
-    logLevel: 'warning',
-  };
   const packages = [
-    ...(await build(
-      {
-        ...common,
-        entryPoints: [join(ROOT, 'functions', 'main.ts')],
-        outfile: BUNDLE,
-        plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, oneCopy(ROOT), oneDialect],
-      },
-      standInImports,
-      mainInputs,
-    )),
-    ...(await build({ ...common, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') })),
+    ...(await build(MAIN_OPTIONS, standInImports, mainInputs)),
+    ...(await build({ ...COMMON_OPTIONS, entryPoints: [join(ROOT, 'lib', 'managedIdentity.ts')], outfile: join(dirname(BUNDLE), 'managedIdentity.js') })),
     ...(await build({
-      ...common,
+      ...COMMON_OPTIONS,
       stdin: { contents: "module.exports = require('@azure/core-xml');", resolveDir: ROOT, loader: 'js' },
       outfile: join(dirname(BUNDLE), 'coreXml.js'),
     })),

@@ -306,6 +306,29 @@ export const oneDialect: Plugin = {
   },
 };
 
+/**
+ * The distro's Azure Functions hook (@azure/monitor-opentelemetry's AzureFunctionsHook) registers a
+ * preInvocation hook that runs each invocation in the trace context of its traceParent. lib/telemetry.ts
+ * `inInvocation` already does exactly that, for every invocation, in the worker and in the dev host; with
+ * the distro's hook as well, the worker ran a hook per invocation and sent the host two Debug log
+ * messages about it over gRPC ("Executing 1 "preInvocation" hooks", "Executed …"). In the bundle the
+ * hook is a class with the real one's methods that registers nothing. tests/unit/bundlePlugins.test.ts
+ * holds the real class to those methods, so a distro that gives it more to do fails there first.
+ */
+export const FUNCTIONS_HOOK = `${MO}/traces/azureFnHook.js`;
+export const FUNCTIONS_HOOK_STAND_IN = 'exports.AzureFunctionsHook = class AzureFunctionsHook { shutdown() {} };';
+export const noFunctionsHook: Plugin = {
+  name: 'no-functions-hook',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/azureFnHook\.js$/ }, (args) =>
+      resolve(args.resolveDir, args.path).endsWith(`${sep}node_modules${sep}${FUNCTIONS_HOOK.split('/').join(sep)}`)
+        ? { path: FUNCTIONS_HOOK, namespace: 'no-functions-hook' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'no-functions-hook' }, () => ({ contents: FUNCTIONS_HOOK_STAND_IN, loader: 'js' }));
+  },
+};
+
 /** lib/managedIdentity is required on demand (lib/identityOnFirstUse.ts): it stays a file of its own beside the bundle. */
 export const managedIdentityApart: Plugin = {
   name: 'managed-identity-apart',

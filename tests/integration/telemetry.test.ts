@@ -287,6 +287,12 @@ test('everything an invocation records carries the operation id of its tracePare
   expect(eventFor('rejected').tags['ai.operation.id']).toBe(sent.rejected.traceId);
 });
 
+test("the invocation's trace context is set once, by the service: the worker runs no invocation hook, and tells the host of none", () => {
+  const invocations = host.logs.filter((l) => l.message.includes('received FunctionInvocationRequest'));
+  expect(invocations.length).toBeGreaterThanOrEqual(Object.keys(sent).length);
+  expect(host.logs.filter((l) => /"(pre|post)Invocation" hooks/.test(l.message)).map((l) => l.message)).toEqual([]);
+});
+
 test('the failing storage calls of the dependency failure are recorded: the round, and each call with its table, partition and row', () => {
   const correlated = ingestion.envelopes.filter((e) => e.tags['ai.operation.id'] === sent.storageDown.traceId);
   const failed = ofType(correlated, 'RemoteDependencyData')

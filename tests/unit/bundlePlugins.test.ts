@@ -1,5 +1,8 @@
-/** How the bundle picks the one copy of an OpenTelemetry package (scripts/bundlePlugins.ts). */
-import { CHECKED_STEPS, compatibilityOf, isNewer } from '../../scripts/bundlePlugins';
+/** How the bundle picks the one copy of an OpenTelemetry package, and what it stands in (scripts/bundlePlugins.ts). */
+import { join } from 'node:path';
+import { runInNewContext } from 'node:vm';
+import { ROOT } from '../../scripts/bundle';
+import { CHECKED_STEPS, FUNCTIONS_HOOK, FUNCTIONS_HOOK_STAND_IN, compatibilityOf, isNewer } from '../../scripts/bundlePlugins';
 
 test.each([
   ['2.12.1', '2.10.0', true],
@@ -24,4 +27,16 @@ test('a checked step only moves a 0.x class up to a later minor of the same pack
     const [, cls] = from.split(' ');
     expect({ from, to: isNewer(`${to}.0`, `${cls}.0`) && cls.startsWith('0.') && to.startsWith('0.') }).toEqual({ from, to: true });
   }
+});
+
+test("the distro's Azure Functions hook, which the bundle stands in with one that registers nothing, still only registers its preInvocation hook", () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const real = require(join(ROOT, 'node_modules', FUNCTIONS_HOOK)) as Record<string, { prototype: object; toString(): string }>;
+  const standIn: Record<string, { prototype: object }> = {};
+  runInNewContext(FUNCTIONS_HOOK_STAND_IN, { exports: standIn });
+  expect(Object.keys(real).filter((k) => k !== '__esModule')).toEqual(Object.keys(standIn));
+  const methods = (c: { prototype: object }) => Object.getOwnPropertyNames(c.prototype).filter((m) => m !== 'constructor');
+  // Its constructor loads @azure/functions-core and calls _addPreInvocationHook; shutdown disposes that hook.
+  expect(methods(real.AzureFunctionsHook).sort()).toEqual(['_addPreInvocationHook', ...methods(standIn.AzureFunctionsHook)].sort());
+  expect(real.AzureFunctionsHook.toString().match(/registerHook\(\s*"(\w+)"/g)).toEqual(['registerHook("preInvocation"']);
 });
