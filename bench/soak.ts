@@ -517,7 +517,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       if (holder === undefined) violation(`no Idempotency-Key holder for ${key}`);
       else if (holder.RequestId !== requestId) violation(`Idempotency-Key ${key} held by request ${String(holder.RequestId)}, not ${requestId}`);
       if (own.length !== 1 || own[0].State !== 'Taken' || own[0].RequestId !== requestId || own[0].rowKey !== holder?.BatchHash)
-        violation(`Idempotency-Key ${key}: ${own.length} batch row(s) (${own.map((r) => `${String(r.State)} by ${String(r.RequestId)}`).join(', ')}), not one Taken by ${requestId}`);
+        violation(
+          `Idempotency-Key ${key}: ${own.length} batch row(s) (${own.map((r) => `${String(r.State)} by ${String(r.RequestId)}`).join(', ')}), not one Taken by ${requestId}`,
+        );
     }
     for (const key of rowsByKey.keys()) if (!keyedBatches.has(key)) violation(`Idempotency-Key ${key} has rows but no keyed batch landed under it`);
     // Memory.
