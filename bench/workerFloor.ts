@@ -279,7 +279,13 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
     const most = Math.max(...Object.values(REQUESTS), WARMUP / 3, PROFILED);
     /** Tables of its own per side (Azurite scans a table per query), seeded alike. */
     const tablesOf = async (tag: string) => {
-      const tables = { partnersTable: `${tag}Partners`, loansTable: `${tag}Loans`, drawsTable: `${tag}Draws`, idempotencyTable: `${tag}Keys` };
+      const tables = {
+        partnersTable: `${tag}Partners`,
+        loansTable: `${tag}Loans`,
+        drawsTable: `${tag}Draws`,
+        idempotencyTable: `${tag}Keys`,
+        stoppedClientsTable: `${tag}Stops`,
+      };
       await createTables(connection, tables);
       await putPartner(tableClient(connection, tables.partnersTable), { clientId: FLOOR_CLIENT, partnerId: FLOOR_PARTNER });
       const pool = new LoanPool(tableClient(connection, tables.loansTable), tableClient(connection, tables.drawsTable), FLOOR_PARTNER);
