@@ -120,9 +120,12 @@ export class KeyedBatches {
     const verdict: KeyVerdict = judgeKey(request.batch, state, at);
     if (verdict.kind !== 'mine' && verdict.kind !== 'expiring' && verdict.kind !== 'expired') return this.unbound(outcome, request, state, verdict);
 
-    // The key is this batch's: its rows in the key's day decide. This read starts after `at`, so past the
-    // grace it is the fresh read that shows whether any attempt landed (none can land any more).
-    if (verdict.day !== request.today) {
+    // The key is this batch's: its rows in the key's day decide, as read after `at`, so that past the grace
+    // it is a read that shows whether any attempt landed (none can land any more). Step 3 read today's
+    // after `request.at`; another day, or a judgement again later (a write found the key's rows changed,
+    // and an attempt may have landed since step 3), is read now. The key's day can be today after its 24
+    // hours: a day of 25 hours, when clocks go back.
+    if (verdict.day !== request.today || at.getTime() !== request.at.getTime()) {
       const read = await outcome.timed('read', this.store.readDraws(verdict.day, request.loanNumbers));
       if (!read.ok) return { response: outcome.storageFailed(read.failure) };
       const landed = recordedRow(request.batch, read.value.values());

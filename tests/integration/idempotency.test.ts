@@ -694,6 +694,46 @@ describe('a retry that overtakes its first attempt while the loan changes (issue
   });
 });
 
+describe('a retry judged again after the grace, on a day of 25 hours (found by the generated histories)', () => {
+  /**
+   * New York's clocks go back on 2031-11-02: that business day lasts 25 hours, so a key taken just after its
+   * midnight is past its 24 hours and its grace while the day is still today. Attempt 1 takes the key at
+   * 00:00:30 EDT (its take held 2 s by the proxy); the retry is read in the grace, finds the key free and
+   * tries to take it (held 7 s); attempt 1 lands meanwhile; the retry's take then finds the key taken and is
+   * judged again after the grace. Today's draws it read before attempt 1 landed must not decide that.
+   */
+  test('the retry is answered the replay of the batch attempt 1 recorded, not "expired"', async () => {
+    const chaos = await startChaosProxy(h.azurite.port);
+    let writes = 0;
+    chaos.decide = (kind, path) => {
+      if (kind !== 'write' || !path.includes(h.config.tables.idempotencyTable)) return { kind: 'pass' };
+      writes += 1;
+      return { kind: 'delay', ms: writes === 1 ? 2_000 : 7_000 };
+    };
+    let clock = new Date('2031-11-02T04:00:30Z'); // 00:00:30 EDT
+    h.rebuild({ now: () => clock }, { ...h.settingsVia(chaos.port), DRAW_DAY_TIMEZONE: 'America/New_York' });
+    try {
+      const loan = await h.loan();
+      const key = newKey();
+      const first = h.post([draw(loan)], keyed(key));
+      await until(() => writes === 1);
+      clock = new Date('2031-11-03T04:05:00Z'); // 23:05 EST, still 2031-11-02: in the key's grace
+      const retry = h.post([draw(loan)], keyed(key));
+      await until(() => writes === 2);
+      const landed = await first;
+      expectAccepted(landed);
+      clock = new Date('2031-11-03T04:11:00Z'); // 23:11 EST: the key's 24 hours and grace are over
+      const answer = await retry;
+      expectReplay(answer);
+      expect(h.recordOf(answer)).toMatchObject({ outcome: 'Replayed', reasonDetail: landed.headers['x-request-id'] });
+      expect((await h.drawsFor(loan)).map((r) => [r.partitionKey, r.RequestId])).toEqual([['2031-11-02', landed.headers['x-request-id']]]);
+    } finally {
+      await chaos.close();
+      h.rebuild();
+    }
+  });
+});
+
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((r) => setTimeout(r, 5));
 }

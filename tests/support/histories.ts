@@ -754,9 +754,15 @@ function describeBatch(batch: readonly Element[]): string {
   return batch.map((e) => `${e.loanNumber}:${e.amount}`).join(' ');
 }
 
+/** A request-level error's detail by its name in the catalogue, so a report says which refusal it was. */
+function detailName(detail: string | undefined): string {
+  return Object.entries(DETAILS).find(([, text]) => text === detail)?.[0] ?? String(detail);
+}
+
 function summary(reply: Reply): string {
   if (reply.status === 204) return isReplay(reply) ? '204 replay' : '204';
-  if (reply.status === 400) return `400 ${(reply.body?.errors ?? []).map((e: { code: string; index?: number }) => `${e.code}${e.index ?? ''}`).join(',')}`;
+  if (reply.status === 400)
+    return `400 ${(reply.body?.errors ?? []).map((e: { code: string; index?: number; detail?: string }) => `${e.code}${e.index ?? ` (${detailName(e.detail)})`}`).join(',')}`;
   if (reply.status === 502) return saysNothingRecorded(reply) ? '502 nothing recorded' : '502 outcome unknown';
   return String(reply.status);
 }
