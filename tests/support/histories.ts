@@ -884,7 +884,20 @@ function checkHistory(
         say(a, `a 400 under the key, but the batch was recorded under it (request ${withinRefusal[0].requestId})`);
       if (saysNothingRecorded(reply) && recorded.length > 0)
         say(a, `told nothing was submitted, but the batch is recorded under its key (request ${recorded[0].requestId}): only "may have been recorded" is true`);
-      if (recorded.length > 1) say(a, `the batch was recorded ${recorded.length} times under its key`);
+      // Recorded once while the key remembers: a second recording of the batch is a new submission only when
+      // it was judged after the first one's key was forgotten (48 hours from its take, which came after its
+      // attempt was sent), as when a partner reuses an old key and its corrected batch is the old one again.
+      const recordings = recordedBatch(a).map((g) => attemptOf.get(g.requestId));
+      const again = recordings.some((first, i) =>
+        recordings.some(
+          (second, j) =>
+            i !== j &&
+            (first === undefined ||
+              second === undefined ||
+              (first.sentAt <= second.sentAt && clockAt(second.answeredAt ?? second.sentAt) < clockAt(first.sentAt) + KEY_MEMORY_MS - spread)),
+        ),
+      );
+      if (again) say(a, `the batch was recorded ${recordings.length} times under its key while the key remembered it`);
     }
     if (isKeyReused(reply)) {
       // Justified only by another batch under the key that was recorded, may have been (a 502), or was in flight meanwhile.
