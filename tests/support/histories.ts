@@ -941,10 +941,21 @@ function checkHistory(
   for (const [id, batches] of perKey)
     if (batches.size > (reused.has(id) ? 2 : 1)) violations.push(`key ${id} recorded ${batches.size} batches: ${[...batches].join('; ')}`);
   // A partner that does what each answer says records each batch it means once, under whichever of its keys.
+  // Except a batch judged anew after its refusal's 24 hours (contract §9), by an attempt sent before the
+  // refusal was answered: here an attempt can be in flight across the clock's step of a day, so the partner
+  // corrects on the 400 while its retry of the refused batch is judged a day later, which no partner's
+  // request lasts in a deployment (the 400 check above spares the same attempts).
+  const judgedAfterItsRefusal = (by: Attempt) =>
+    attempts.some((r) => {
+      if (r.reply?.status !== 400 || r.key === undefined || r.key !== by.key || r.hash !== by.hash || r.partnerId !== by.partnerId) return false;
+      const refusal = refusalOf(attempts, r) ?? r;
+      return by.sentAt < (r.answeredAt ?? Infinity) && clockAt(by.answeredAt ?? by.sentAt) + spread >= clockAt(refusal.sentAt) + REFUSAL_LIFETIME_MS;
+    });
   const perIntent = new Map<string, Set<string>>();
   for (const [requestId, own] of byRequest) {
-    const intent = attemptOf.get(requestId)?.intent;
-    if (intent !== undefined) perIntent.set(intent, (perIntent.get(intent) ?? new Set()).add(`${own[0].day} by ${requestId} under ${own[0].key}`));
+    const by = attemptOf.get(requestId);
+    if (by?.intent !== undefined && !judgedAfterItsRefusal(by))
+      perIntent.set(by.intent, (perIntent.get(by.intent) ?? new Set()).add(`${own[0].day} by ${requestId} under ${own[0].key}`));
   }
   for (const [intent, batches] of perIntent) if (batches.size > 1) violations.push(`${intent} was recorded ${batches.size} times: ${[...batches].join('; ')}`);
 }
