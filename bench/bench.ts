@@ -31,7 +31,7 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
 import { cpuMs, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
 import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from '../tests/support/hostileBodies';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
@@ -87,20 +87,8 @@ const WORST_CASE_WARMUP = 500;
 /** The loan worst-case bodies name: never seeded (the pools start at 1,000,000). */
 const UNSEEDED_LOAN = 999;
 /** Each batch size gets tables of its own: Azurite answers a query by scanning the table, so a shared, ever-growing table would slow the later sizes. */
-const serviceTables = (tag: string) => ({
-  partnersTable: `${tag}Partners`,
-  loansTable: `${tag}Loans`,
-  drawsTable: `${tag}Draws`,
-  idempotencyTable: `${tag}Keys`,
-  stoppedClientsTable: `${tag}Stops`,
-});
-const floorTables = (tag: string) => ({
-  partnersTable: `${tag}FloorPartners`,
-  loansTable: `${tag}FloorLoans`,
-  drawsTable: `${tag}FloorDraws`,
-  idempotencyTable: `${tag}FloorKeys`,
-  stoppedClientsTable: `${tag}FloorStops`,
-});
+const serviceTables = tablesNamed;
+const floorTables = (tag: string) => tablesNamed(`${tag}Floor`);
 
 interface Latency {
   readonly p50: number;

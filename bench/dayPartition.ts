@@ -22,7 +22,7 @@
 import { TableClient, odata } from '@azure/data-tables';
 import { cpus, loadavg } from 'node:os';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { OUTCOME_UNKNOWN_DETAIL, RETRY_AFTER_SECONDS } from '../lib/problem';
 import { drawDay } from '../lib/store';
@@ -36,7 +36,7 @@ import { percentile } from './stats';
 const AUDIENCE = 'api://draw-request-day-partition';
 const CLIENT = 'day-partition-client';
 const PARTNER = 'PARTNER-DAY';
-const TABLES = { partnersTable: 'DayPartners', loansTable: 'DayLoans', drawsTable: 'DayDraws', idempotencyTable: 'DayKeys', stoppedClientsTable: 'DayStops' };
+const TABLES = tablesNamed('Day');
 const BATCH = 100;
 /** Entity operations a batch of BATCH fresh loans costs today's partition: BATCH point reads, BATCH inserts. */
 const ENTITIES_PER_BATCH = 2 * BATCH;

@@ -26,7 +26,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { ROOT } from '../scripts/bundle';
 import { cpuMs } from '../tests/support/devHostProcess';
@@ -377,13 +377,7 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
     pin(azurite.pid, 0); // storage answers alike for every size
     const received = ingestion; // what the exporter sent, read after each settled exchange
     const receivedBefore = beforeIngestion; // the package before #32 sends here
-    const tables = {
-      partnersTable: 'SizesPartners',
-      loansTable: 'SizesLoans',
-      drawsTable: 'SizesDraws',
-      idempotencyTable: 'SizesKeys',
-      stoppedClientsTable: 'SizesStops',
-    };
+    const tables = tablesNamed('Sizes');
     await createTables(azurite.connectionString, tables);
     await putPartner(tableClient(azurite.connectionString, tables.partnersTable), { clientId: CLIENT, partnerId: PARTNER });
     const pool = new LoanPool(tableClient(azurite.connectionString, tables.loansTable), tableClient(azurite.connectionString, tables.drawsTable), PARTNER);

@@ -15,7 +15,7 @@
  */
 import type { TableEntityResult } from '@azure/data-tables';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putLoan, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
 import { devHostEntry, rssMb, spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { benchToken } from './benchToken';
@@ -82,13 +82,7 @@ const OTHER_CLIENT = 'soak-other-app';
 const OTHER_PARTNER = 'PARTNER-SOAK-OTHER';
 const UNKNOWN_CLIENT = 'soak-unregistered-app';
 const AUDIENCE = 'api://draw-request-soak';
-const TABLES = {
-  partnersTable: 'SoakPartners',
-  loansTable: 'SoakLoans',
-  drawsTable: 'SoakDraws',
-  idempotencyTable: 'SoakKeys',
-  stoppedClientsTable: 'SoakStops',
-};
+const TABLES = tablesNamed('Soak');
 const CREDIT = 1000;
 const INVESTOR = 'INV-SOAK';
 const FOREIGN_LOANS = 20;

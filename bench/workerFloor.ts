@@ -26,7 +26,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startAzurite, type Azurite } from '../dev/azurite';
-import { createTables, putPartner, tableClient, tableSettings } from '../dev/demoData';
+import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { COMMON_OPTIONS, MAIN_OPTIONS, ROOT } from '../scripts/bundle';
 import { oneCopy, oneDialect, xmlOnFirstUse } from '../scripts/bundlePlugins';
@@ -279,13 +279,7 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
     const most = Math.max(...Object.values(REQUESTS), WARMUP / 3, PROFILED);
     /** Tables of its own per side (Azurite scans a table per query), seeded alike. */
     const tablesOf = async (tag: string) => {
-      const tables = {
-        partnersTable: `${tag}Partners`,
-        loansTable: `${tag}Loans`,
-        drawsTable: `${tag}Draws`,
-        idempotencyTable: `${tag}Keys`,
-        stoppedClientsTable: `${tag}Stops`,
-      };
+      const tables = tablesNamed(tag);
       await createTables(connection, tables);
       await putPartner(tableClient(connection, tables.partnersTable), { clientId: FLOOR_CLIENT, partnerId: FLOOR_PARTNER });
       const pool = new LoanPool(tableClient(connection, tables.loansTable), tableClient(connection, tables.drawsTable), FLOOR_PARTNER);

@@ -49,6 +49,17 @@ export const DEMO_LOANS: readonly DemoLoan[] = [
 const insecure = { allowInsecureConnection: true };
 
 /** The settings that name these tables, for a host started with them. */
+/** Tables named `<tag>Partners`, `<tag>Loans`, `<tag>Draws`, `<tag>Keys`, `<tag>Stops`: a benchmark's own set. */
+export function tablesNamed(tag: string): TablesConfig {
+  return {
+    partnersTable: `${tag}Partners`,
+    loansTable: `${tag}Loans`,
+    drawsTable: `${tag}Draws`,
+    idempotencyTable: `${tag}Keys`,
+    stoppedClientsTable: `${tag}Stops`,
+  };
+}
+
 export function tableSettings(tables: TablesConfig): Record<string, string> {
   return {
     PARTNERS_TABLE: tables.partnersTable,

@@ -189,10 +189,8 @@ if runs partners; then
   # for most entries.
   rows="$(output partnerRows "[].[clientId, partnerId, to_string(active), liftStop]")"
   count=0
-  lifts=()
-  while IFS=$'\t' read -r client partner active lift; do
+  while IFS=$'\t' read -r client partner active _; do
     [ -n "$client" ] || continue
-    [ -z "${lift:-}" ] || lifts+=("${client} ${lift}")
     if ! az storage entity insert --auth-mode login --account-name "$account" --table-name "$table" --if-exists replace \
       --entity PartitionKey="$client" RowKey="" PartnerId="$partner" Active="$active" Active@odata.type=Edm.Boolean --output none; then
       echo "Partners row of ${partner} not written" >&2
@@ -209,9 +207,8 @@ if runs partners; then
   echo "partners written: $count"
   # A lifted stop is removed only if it is still the stop the reviewed change names (its StopId): a client
   # stopped again since keeps its new stop. The delete matches the row's ETag as read.
-  for lifted in ${lifts[@]+"${lifts[@]}"}; do
-    client="${lifted%% *}"
-    lift="${lifted#* }"
+  while IFS=$'\t' read -r client _ _ lift; do
+    [ -n "$client" ] && [ -n "${lift:-}" ] || continue
     if ! stop="$(az storage entity show --auth-mode login --account-name "$account" --table-name "$stops" \
       --partition-key "$client" --row-key "" --query "[StopId, etag]" --output tsv 2>&1)"; then
       case "$stop" in
@@ -235,7 +232,7 @@ if runs partners; then
     az storage entity delete --auth-mode login --account-name "$account" --table-name "$stops" \
       --partition-key "$client" --row-key "" --if-match "$etag" --output none
     echo "stop ${lift} of client ${client} lifted"
-  done
+  done <<<"$rows"
   # The stop-client workflow cannot read the deployment (its identity may read the Partners table only):
   # it writes the account the pipeline file names, which must be this one.
   if [ -n "$stop_account" ] && [ "$stop_account" != "$account" ]; then

@@ -29,6 +29,9 @@ const SUBJECT_CLAIM_KEYS = ['repo', 'context', 'ref', 'job_workflow_ref'];
 /** The workflows whose jobs run on an environment's runner group (its deploy job, its stop job). */
 const RUNNER_GROUP_WORKFLOWS = ['deploy-environment.yml', 'stop-client.yml'];
 const BRANCH = 'main';
+/** A deployment branch policy's kind (GitHub leaves it out for a branch) and whether it is main's. */
+const policyType = (policy) => policy.type ?? 'branch';
+const isMainPolicy = (policy) => policy.name === BRANCH && policyType(policy) === 'branch';
 const ROOT = join(__dirname, '..');
 
 const DRIFT = {
@@ -103,7 +106,7 @@ function environmentDrift(repository, name, requiredReviewers, context) {
     else {
       const listed = api('GET', `repos/${repository}/environments/${name}/deployment-branch-policies`);
       if (listed.error !== undefined) return [['ERR_GITHUB_UNREADABLE', { reason: listed.error }]];
-      const names = listed.value.branch_policies.map((p) => `${p.type ?? 'branch'}:${p.name}`);
+      const names = listed.value.branch_policies.map((p) => `${policyType(p)}:${p.name}`);
       branches = names.length === 0 ? 'no branch' : names.join(', ');
     }
   }
@@ -165,9 +168,9 @@ function apply(env, options) {
     must(api('PUT', `repos/${repository}/environments/${name}`, body), `the environment ${name}`);
     const policies = must(api('GET', `repos/${repository}/environments/${name}/deployment-branch-policies`), `the branch policies of ${name}`);
     for (const policy of policies.branch_policies)
-      if (!(policy.name === BRANCH && (policy.type ?? 'branch') === 'branch'))
+      if (!isMainPolicy(policy))
         must(api('DELETE', `repos/${repository}/environments/${name}/deployment-branch-policies/${policy.id}`), `the branch policy ${policy.name} of ${name}`);
-    if (!policies.branch_policies.some((p) => p.name === BRANCH && (p.type ?? 'branch') === 'branch'))
+    if (!policies.branch_policies.some(isMainPolicy))
       must(
         api('POST', `repos/${repository}/environments/${name}/deployment-branch-policies`, { name: BRANCH, type: 'branch' }),
         `the branch policy of ${name}`,
@@ -200,4 +203,4 @@ function main(argv) {
 }
 
 if (require.main === module) main(process.argv.slice(2));
-module.exports = { SUBJECT_CLAIM_KEYS, RUNNER_GROUP_WORKFLOWS };
+module.exports = { SUBJECT_CLAIM_KEYS };

@@ -142,6 +142,14 @@ function authorize(operation) {
   if (!(state.tableAccess[state.signedIn.name]?.[table] ?? []).includes(operation))
     fail('This request is not authorized to perform this operation using this permission.\nErrorCode:AuthorizationPermissionMismatch');
 }
+/** The table an entity command names (--account-name, --table-name). */
+const entityTable = () => `${option('--account-name')}/${option('--table-name')}`;
+/** The row at `partitionKey` of `table` if its RowKey is `rowKey`; else the service's ResourceNotFound. */
+function existingRow(table, partitionKey, rowKey) {
+  const row = state.tables?.[table]?.[partitionKey];
+  if (row === undefined || row.RowKey !== rowKey) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+  return row;
+}
 /** --entity name=value pairs, as given (values are strings; name@odata.type gives a value's type). */
 const entityGiven = () => Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
 /** A row as the CLI prints it: typed values, no @odata.type annotations. */
@@ -226,7 +234,7 @@ switch (command) {
     const ifExists = option('--if-exists') ?? 'fail';
     authorize({ fail: 'Insert Entity', merge: 'Insert Or Merge Entity', replace: 'Insert Or Replace Entity' }[ifExists]);
     const entity = entityGiven();
-    const table = `${option('--account-name')}/${option('--table-name')}`;
+    const table = entityTable();
     const existing = state.tables?.[table]?.[entity.PartitionKey];
     if (ifExists === 'fail' && existing !== undefined && existing.RowKey === entity.RowKey)
       fail('The specified entity already exists.\nErrorCode:EntityAlreadyExists');
@@ -240,9 +248,8 @@ switch (command) {
     // Delete Entity, with If-Match: the row as read (its ETag) or any (*).
     admitOnNetwork();
     authorize('Delete Entity');
-    const table = `${option('--account-name')}/${option('--table-name')}`;
-    const row = state.tables?.[table]?.[option('--partition-key')];
-    if (row === undefined || row.RowKey !== option('--row-key')) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    const table = entityTable();
+    const row = existingRow(table, option('--partition-key'), option('--row-key'));
     const ifMatch = option('--if-match') ?? '*';
     if (ifMatch !== '*' && ifMatch !== etagOf(row))
       fail('The update condition specified in the request was not satisfied.\nErrorCode:UpdateConditionNotSatisfied');
@@ -262,8 +269,7 @@ switch (command) {
   case 'storage entity show': {
     admitOnNetwork();
     authorize('Query Entities');
-    const row = state.tables?.[`${option('--account-name')}/${option('--table-name')}`]?.[option('--partition-key')];
-    if (row === undefined || row.RowKey !== option('--row-key')) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    const row = existingRow(entityTable(), option('--partition-key'), option('--row-key'));
     answer({ ...typed(row), etag: etagOf(row) });
     break;
   }
@@ -274,11 +280,9 @@ switch (command) {
     admitOnNetwork();
     authorize(option('--if-match') === undefined ? 'Insert Or Merge Entity' : 'Merge Entity');
     const entity = entityGiven();
-    const table = `${option('--account-name')}/${option('--table-name')}`;
-    const row = state.tables?.[table]?.[entity.PartitionKey];
+    const table = entityTable();
     const ifMatch = option('--if-match');
-    if (ifMatch !== undefined && (row === undefined || row.RowKey !== entity.RowKey))
-      fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    const row = ifMatch === undefined ? state.tables?.[table]?.[entity.PartitionKey] : existingRow(table, entity.PartitionKey, entity.RowKey);
     if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== etagOf(row))
       fail('The update condition specified in the request was not satisfied.\nErrorCode:UpdateConditionNotSatisfied');
     const merged = { ...row, ...entity };
@@ -292,9 +296,8 @@ switch (command) {
     admitOnNetwork();
     authorize('Update Entity');
     const entity = entityGiven();
-    const table = `${option('--account-name')}/${option('--table-name')}`;
-    const row = state.tables?.[table]?.[entity.PartitionKey];
-    if (row === undefined || row.RowKey !== entity.RowKey) fail('The specified resource does not exist.\nErrorCode:ResourceNotFound');
+    const table = entityTable();
+    existingRow(table, entity.PartitionKey, entity.RowKey);
     state.tables[table][entity.PartitionKey] = entity;
     save();
     answer({ etag: etagOf(entity) });

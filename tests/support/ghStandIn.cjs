@@ -140,7 +140,7 @@ if (args[0] === 'api') {
     const [, repository, branch] = branchPath;
     const sha = Object.entries(state.branches ?? {}).find(([name]) => same(name, repository))?.[1][branch];
     if (sha === undefined) notFound();
-    process.stdout.write(JSON.stringify({ name: branch, commit: { sha }, protected: true }, null, 2));
+    print({ name: branch, commit: { sha }, protected: true });
     process.exit(0);
   }
   const runPath = /^repos\/([^/]+\/[^/]+)\/actions\/runs\/(\d+)$/.exec(args[1] ?? '');
@@ -148,7 +148,7 @@ if (args[0] === 'api') {
   if (args.length !== 2 || (runPath === null && workflowPath === null)) fail(`gh stand-in: unexpected call: gh ${args.join(' ')}`);
   const found = runPath !== null ? runOf(runPath[1], runPath[2]) : same(workflowPath[1], state.repository) ? state.workflows[workflowPath[2]] : undefined;
   if (found === undefined) notFound();
-  process.stdout.write(JSON.stringify(found, null, 2));
+  print(found);
 } else if (command === 'repo view' && option('--json') === 'nameWithOwner') {
   process.stdout.write(`${JSON.stringify({ nameWithOwner: state.repository })}\n`);
 } else if (command === 'run download') {

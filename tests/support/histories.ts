@@ -660,7 +660,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     // The batch recorded under the key, while the key remembers it (48 hours, contract §9).
     const remembered = (requestId: string) => {
       const by = attempts.find((b) => b.reply?.headers['x-request-id'] === requestId);
-      return by === undefined || clock.now().getTime() < clock.at(by.sentAt) + KEY_MEMORY_MS - spread;
+      return by === undefined || whileRemembered(clock.now().getTime(), clock.at(by.sentAt), spread);
     };
     const mine = recordedBefore.filter((g) => g.hash === a.hash && remembered(g.requestId));
     if (mine.length > 0 && !isReplay(reply))
@@ -762,6 +762,14 @@ function describeBatch(batch: readonly Element[]): string {
   return batch.map((e) => `${e.loanNumber}:${e.amount}`).join(' ');
 }
 
+/**
+ * Whether a moment (the history's clock) falls while a key remembers a take by an attempt sent at `takenSentAt`
+ * (its 48 hours, contract §9), whichever instance's clock judges it.
+ */
+function whileRemembered(at: number, takenSentAt: number, spread: number): boolean {
+  return at < takenSentAt + KEY_MEMORY_MS - spread;
+}
+
 /** A request-level error's detail by its name in the catalogue, so a report says which refusal it was. */
 function detailName(detail: string | undefined): string {
   return Object.entries(DETAILS).find(([, text]) => text === detail)?.[0] ?? String(detail);
@@ -843,6 +851,9 @@ function checkHistory(
   const say = (a: Attempt, text: string) =>
     violations.push(`${a.client} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] answered ${a.reply ? summary(a.reply) : 'nothing'}: ${text}`);
   const recordedBatch = (a: Attempt) => recordedUnder(rows, a.partnerId, a.key ?? '').filter((g) => g.hash === a.hash);
+  const answeredClock = (b: Attempt) => clockAt(b.answeredAt ?? b.sentAt);
+  /** Judged within `refusal`'s 24 hours (contract §9) by every instance's clock. */
+  const withinRefusalOf = (by: Attempt, refusal: Attempt) => answeredClock(by) + spread < clockAt(refusal.sentAt) + REFUSAL_LIFETIME_MS;
 
   for (const a of attempts) {
     const reply = a.reply;
@@ -871,14 +882,14 @@ function checkHistory(
       // before that is no longer the key's (a partner reusing the key for the same batch then sends it anew).
       const recorded = recordedBatch(a).filter((g) => {
         const by = attemptOf.get(g.requestId);
-        return by === undefined || clockAt(a.answeredAt ?? a.sentAt) < clockAt(by.sentAt) + KEY_MEMORY_MS - spread;
+        return by === undefined || whileRemembered(answeredClock(a), clockAt(by.sentAt), spread);
       });
       // A refusal stands for 24 hours (contract §9): an attempt judged after that is judged anew (attempts in
       // flight across the clock's steps too: their 24 hours pass in a moment here).
       const refusal = refusalOf(attempts, a) ?? a;
       const withinRefusal = recorded.filter((g) => {
         const by = attemptOf.get(g.requestId);
-        return by === undefined || clockAt(by.answeredAt ?? by.sentAt) + spread < clockAt(refusal.sentAt) + REFUSAL_LIFETIME_MS;
+        return by === undefined || withinRefusalOf(by, refusal);
       });
       if (reply.status === 400 && withinRefusal.length > 0)
         say(a, `a 400 under the key, but the batch was recorded under it (request ${withinRefusal[0].requestId})`);
@@ -894,7 +905,7 @@ function checkHistory(
             i !== j &&
             (first === undefined ||
               second === undefined ||
-              (first.sentAt <= second.sentAt && clockAt(second.answeredAt ?? second.sentAt) < clockAt(first.sentAt) + KEY_MEMORY_MS - spread)),
+              (first.sentAt <= second.sentAt && whileRemembered(answeredClock(second), clockAt(first.sentAt), spread))),
         ),
       );
       if (again) say(a, `the batch was recorded ${recordings.length} times under its key while the key remembered it`);
@@ -948,8 +959,7 @@ function checkHistory(
   const judgedAfterItsRefusal = (by: Attempt) =>
     attempts.some((r) => {
       if (r.reply?.status !== 400 || r.key === undefined || r.key !== by.key || r.hash !== by.hash || r.partnerId !== by.partnerId) return false;
-      const refusal = refusalOf(attempts, r) ?? r;
-      return by.sentAt < (r.answeredAt ?? Infinity) && clockAt(by.answeredAt ?? by.sentAt) + spread >= clockAt(refusal.sentAt) + REFUSAL_LIFETIME_MS;
+      return by.sentAt < (r.answeredAt ?? Infinity) && !withinRefusalOf(by, refusalOf(attempts, r) ?? r);
     });
   const perIntent = new Map<string, Set<string>>();
   for (const [requestId, own] of byRequest) {

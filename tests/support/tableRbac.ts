@@ -46,7 +46,7 @@ export function tableOperations(): Record<TableOperation, readonly (readonly str
   delete operations.source;
   return operations as Record<TableOperation, readonly (readonly string[])[]>;
 }
-export const TABLE_OPERATION_NAMES = Object.keys(tableOperations()) as TableOperation[];
+const TABLE_OPERATION_NAMES = Object.keys(tableOperations()) as TableOperation[];
 
 const complete = (p: Partial<Permission>): Permission => ({
   actions: p.actions ?? [],
