@@ -100,6 +100,15 @@ export interface FaultProxy extends Proxy {
   readonly inFlight: number;
   /** Every request a `holdCommit`, `loseCommitAnswer` or `blackhole` mode left unanswered, in arrival order. */
   readonly unanswered: UnansweredRequest[];
+  /**
+   * Tables whose queries storage answers first with no rows and a continuation, as Table Storage may ("Query
+   * Timeout and Pagination": "It is possible for a query to return no results but to still return a
+   * continuation header"): the query gets an empty page with `x-ms-continuation-NextPartitionKey` and
+   * `-NextRowKey`; the request that follows them is forwarded without them, so storage answers it whole.
+   */
+  emptyFirstPages: ReadonlySet<string>;
+  /** How many empty pages with a continuation the proxy answered. */
+  emptyPagesAnswered: number;
 }
 
 /** The JSON body Table Storage answers an error with. */
@@ -125,6 +134,19 @@ export function answerServerBusy(req: IncomingMessage, res: ServerResponse): voi
     Date: new Date().toUTCString(),
   });
   res.end(storageErrorBody('ServerBusy', THROTTLED_MESSAGE));
+}
+
+/** A query's page with no rows and a continuation, in Table Storage's JSON and headers (its tokens are opaque). */
+function answerEmptyPage(req: IncomingMessage, res: ServerResponse, table: string): void {
+  res.writeHead(200, {
+    'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8',
+    'x-ms-request-id': randomUUID(),
+    'x-ms-version': req.headers['x-ms-version'] ?? '2019-02-02',
+    'x-ms-continuation-NextPartitionKey': '1!12!ZW1wdHlwYWdl',
+    'x-ms-continuation-NextRowKey': '1!0!',
+    Date: new Date().toUTCString(),
+  });
+  res.end(JSON.stringify({ 'odata.metadata': `http://storage/$metadata#${table}`, value: [] }));
 }
 
 /** HTTP proxy in front of storage whose behaviour a test switches with `mode`. */
@@ -160,6 +182,17 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     if (proxy.mode === 'busy') {
       answerServerBusy(req, res);
       return;
+    }
+    if (req.method === 'GET' && proxy.emptyFirstPages.has(table) && /(\$|%24)filter=/.test(req.url ?? '')) {
+      const url = new URL(req.url ?? '', 'http://storage');
+      if (!url.searchParams.has('NextPartitionKey')) {
+        proxy.emptyPagesAnswered += 1;
+        answerEmptyPage(req, res, table);
+        return;
+      }
+      url.searchParams.delete('NextPartitionKey');
+      url.searchParams.delete('NextRowKey');
+      req.url = `${url.pathname}${url.search}`;
     }
     const hold = () => {
       const record: UnansweredRequest = { kind, arrivedAt: Date.now() };
@@ -226,6 +259,8 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       return inFlight;
     },
     unanswered: [],
+    emptyFirstPages: new Set(),
+    emptyPagesAnswered: 0,
     close: () => {
       for (const res of held) res.destroy();
       server.closeAllConnections();
