@@ -1660,6 +1660,28 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     expect(Object.values(stopRows(setup, 'stdrawreqprodabc123')).map((row) => row.StopId)).toEqual(['973']);
   });
 
+  test('a warning the Azure CLI writes on stderr is never read as the stop: the reviewed liftStop lifts it, and a second run says it is lifted already', () => {
+    const setup = deployed();
+    stop(setup, { environment: 'prod', client_id: PROD_CLIENT });
+    const parametersFile = join(setup.workspace, 'infra', 'env', 'prod.parameters.json');
+    const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: { partners: { value: Array<Record<string, unknown>> } } };
+    parameters.parameters.partners.value[0].liftStop = '970';
+    writeFileSync(parametersFile, JSON.stringify(parameters));
+    signIn(setup.state, 'prod-deploy-client', 'servicePrincipal');
+    const warning = 'WARNING: You have 2 update(s) available. Consider updating your CLI installation with \'az upgrade\'';
+    const partners = () =>
+      spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), 'prod', '--infra-only', '--yes'], {
+        env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK, AZ_WARNING: warning },
+        encoding: 'utf8',
+      });
+    const lifted = partners();
+    expect([lifted.status, lifted.stdout]).toEqual([0, expect.stringContaining(`stop 970 of client ${PROD_CLIENT} lifted`)]);
+    expect(lifted.stdout).not.toContain('stays stopped');
+    expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({});
+    const again = partners();
+    expect([again.status, again.stdout]).toEqual([0, expect.stringContaining(`stop 970 of client ${PROD_CLIENT}: not on the stop list (lifted already)`)]);
+  });
+
   test("from outside prod's network the closed account refuses: nothing changes, and the message names the runner group", () => {
     const setup = deployed();
     signIn(setup.state, 'prod-stop-client', 'servicePrincipal');

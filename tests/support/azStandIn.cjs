@@ -13,12 +13,15 @@
 //           table call of anyone is refused as Azure refuses it unless the operation is listed) }
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
 // AZ_CALLER_NETWORK: the virtual network the caller runs in (a private-networked runner's), if any.
+// AZ_WARNING: a line every call writes on stderr first, as the CLI writes warnings (an available upgrade, a
+//             deprecation, Python's own) whatever its exit code and output.
 const { createHash } = require('node:crypto');
 const { appendFileSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
 const { resolve } = require('node:path');
 const jmespath = require('jmespath');
 
 const args = process.argv.slice(2);
+if (process.env.AZ_WARNING) process.stderr.write(`${process.env.AZ_WARNING}\n`);
 const state = JSON.parse(readFileSync(process.env.AZ_STATE, 'utf8'));
 const entry = { args, as: state.signedIn.name, cwd: process.cwd() };
 const save = () => writeFileSync(process.env.AZ_STATE, JSON.stringify(state, null, 1));
