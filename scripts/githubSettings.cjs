@@ -34,13 +34,21 @@ const policyType = (policy) => policy.type ?? 'branch';
 const isMainPolicy = (policy) => policy.name === BRANCH && policyType(policy) === 'branch';
 const ROOT = join(__dirname, '..');
 
+/**
+ * What `check`'s reads need of the token (GET of an environment, of its deployment branch policies, of the
+ * OIDC subject template): GitHub's "Permissions required for GitHub Apps" lists all three under
+ * "Repository permissions for "Actions"", read, for installation tokens (the run's GITHUB_TOKEN is one).
+ */
+const READ_PERMISSION = '"Actions" (read) (GitHub\'s "Permissions required for GitHub Apps")';
+
 const DRIFT = {
   ERR_ENV_MISSING: (c) => `the environment ${c.name} does not exist: a job naming it would create it without protection`,
   ERR_ENV_BRANCHES: (c) => `the environment ${c.name} admits ${c.branches}, not the branch ${BRANCH} only`,
   ERR_ENV_REVIEWERS: (c) => `the environment ${c.name} has ${c.reviewers}, but ${c.pinFile} asks for required reviewers who may not approve their own run`,
   ERR_OIDC_SUBJECT: (c) =>
     `the repository's OIDC subject template is ${c.subject}, not ${JSON.stringify(SUBJECT_CLAIM_KEYS)}: no credential of the pipeline's identities matches its jobs`,
-  ERR_GITHUB_UNREADABLE: (c) => `GitHub's settings could not be read: ${c.reason}`,
+  ERR_GITHUB_UNREADABLE: (c) =>
+    `GET ${c.path} could not be read (${c.reason}): it needs the repository permission ${READ_PERMISSION}, which the job's token has only where its workflow grants permissions: actions: read`,
 };
 
 function usage() {
@@ -97,15 +105,16 @@ function target(env) {
 function environmentDrift(repository, name, requiredReviewers, context) {
   const environment = api('GET', `repos/${repository}/environments/${name}`);
   if (environment.notFound) return [['ERR_ENV_MISSING', { ...context, name }]];
-  if (environment.error !== undefined) return [['ERR_GITHUB_UNREADABLE', { reason: environment.error }]];
+  if (environment.error !== undefined) return [['ERR_GITHUB_UNREADABLE', { path: `repos/${repository}/environments/${name}`, reason: environment.error }]];
   const drift = [];
   const policy = environment.value.deployment_branch_policy;
   let branches = 'every branch';
   if (policy !== null && policy !== undefined) {
     if (policy.protected_branches === true) branches = 'every protected branch';
     else {
-      const listed = api('GET', `repos/${repository}/environments/${name}/deployment-branch-policies`);
-      if (listed.error !== undefined) return [['ERR_GITHUB_UNREADABLE', { reason: listed.error }]];
+      const path = `repos/${repository}/environments/${name}/deployment-branch-policies`;
+      const listed = api('GET', path);
+      if (listed.error !== undefined) return [['ERR_GITHUB_UNREADABLE', { path, reason: listed.error }]];
       const names = listed.value.branch_policies.map((p) => `${policyType(p)}:${p.name}`);
       branches = names.length === 0 ? 'no branch' : names.join(', ');
     }
@@ -129,15 +138,18 @@ function environmentDrift(repository, name, requiredReviewers, context) {
 function check(env) {
   const { repository, requiredReviewers, pinFile } = target(env);
   const drift = environmentDrift(repository, env, requiredReviewers, { pinFile });
-  const subject = api('GET', `repos/${repository}/actions/oidc/customization/sub`);
-  if (subject.error !== undefined) drift.push(['ERR_GITHUB_UNREADABLE', { reason: subject.error }]);
+  const subjectPath = `repos/${repository}/actions/oidc/customization/sub`;
+  const subject = api('GET', subjectPath);
+  if (subject.error !== undefined) drift.push(['ERR_GITHUB_UNREADABLE', { path: subjectPath, reason: subject.error }]);
   else if (subject.value.use_default !== false || JSON.stringify(subject.value.include_claim_keys) !== JSON.stringify(SUBJECT_CLAIM_KEYS))
     drift.push(['ERR_OIDC_SUBJECT', { subject: subject.value.use_default !== false ? "GitHub's default" : JSON.stringify(subject.value.include_claim_keys) }]);
   if (drift.length > 0) {
     process.stderr.write(
       `refused: ${repository}'s GitHub settings for ${env} are not the ones scripts/githubSettings.cjs applies; nothing is deployed:\n` +
         drift.map(([code, context]) => `  ${code}: ${DRIFT[code](context)}\n`).join('') +
-        `A repository admin runs: node scripts/githubSettings.cjs apply ${env} (docs/deploy.md, "GitHub's settings as code")\n`,
+        (drift.every(([code]) => code === 'ERR_GITHUB_UNREADABLE')
+          ? ''
+          : `A repository admin runs: node scripts/githubSettings.cjs apply ${env} (docs/deploy.md, "GitHub's settings as code")\n`),
     );
     process.exit(1);
   }

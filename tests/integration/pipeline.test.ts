@@ -1338,6 +1338,23 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     expect(ghEnvironments(setup)[env]?.createdByAJob).toBeUndefined();
   });
 
+  test("GitHub refusing the settings' reads (a token without actions: read): refused before the deploy job, naming each read and the permission it needs", () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      state.settingsError = 'gh: Resource not accessible by integration (HTTP 403)';
+    });
+    const failure = refusal(() => run('push', setup, '918'));
+    expect(failure.step).toBe("deploy-dev > provenance: the environment's protection and the OIDC subject template have not drifted");
+    expect(refusalCodes(failure)).toEqual(['ERR_GITHUB_UNREADABLE', 'ERR_GITHUB_UNREADABLE']);
+    for (const path of [`repos/${FULL_NAME}/environments/dev`, `repos/${FULL_NAME}/actions/oidc/customization/sub`])
+      expect(failure.stderr).toContain(
+        `GET ${path} could not be read (gh exited 1: gh: Resource not accessible by integration (HTTP 403)): it needs the repository permission "Actions" (read)`,
+      );
+    expect(failure.stderr).toContain('permissions: actions: read');
+    expect(failure.stderr).not.toContain('githubSettings.cjs apply'); // not a drift: applying would not help
+    expect(calls(setup.log).filter((c) => c.as === TARGETS.dev.deployClientId)).toEqual([]);
+  });
+
   test("the subject template reset to GitHub's default: no job of main signs in (its subject names neither the ref nor the file), and each environment's check names the drift", () => {
     const setup = workspace();
     setGhState(setup, (state) => {

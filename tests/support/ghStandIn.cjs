@@ -14,7 +14,8 @@
 //               /branches/{branch}, /environments/{name} and its /deployment-branch-policies,
 //               /actions/oidc/customization/sub and /orgs/{org}/actions/runner-groups/{id}; `repository` is
 //               what `gh repo view` names, GH_REPO's or the checkout's; `apiError` makes every `gh api` fail
-//               as gh does, e.g. with a bad token)
+//               as gh does, e.g. with a bad token; `settingsError` only the settings calls, as GitHub refuses a
+//               token without the permission they need)
 // GH_ARTIFACTS: folder of artifacts, <run id>/<name>/ (as the workflow runner keeps them)
 // GH_LOG:       one JSON line per call: { args }
 const { appendFileSync, cpSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
@@ -133,6 +134,10 @@ if (args[0] === 'api') {
   const method = option('-X') ?? option('--method') ?? 'GET';
   const body = option('--input') === '-' ? JSON.parse(readFileSync(0, 'utf8')) : {};
   const path = args.filter((a, i) => i > 0 && !a.startsWith('-') && !['-X', '--method', '--input'].includes(args[i - 1]))[0] ?? '';
+  if (state.settingsError !== undefined && /\/(environments|actions\/oidc)\//.test(path)) {
+    process.stdout.write('{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest","status":"403"}');
+    fail(state.settingsError);
+  }
   if (settingsCall(method, path, body)) process.exit(0);
   if (method !== 'GET') fail(`gh stand-in: unexpected call: gh ${args.join(' ')}`);
   const branchPath = /^repos\/([^/]+\/[^/]+)\/branches\/([^/]+)$/.exec(args[1] ?? '');
