@@ -76,6 +76,12 @@ const REPOSITORY: GitHubRepository = {
   immutableSubject: true,
   subjectClaimKeys: SUBJECT_CLAIM_KEYS,
 };
+/** infra/rollbackFloor.json: the commits whose layout every release deployed must contain. */
+const FLOOR = (JSON.parse(readFileSync(join(ROOT, 'infra', 'rollbackFloor.json'), 'utf8')) as { layouts: Array<{ table: string; since: string; first: string }> })
+  .layouts;
+/** The commit the tests' releases are built from (a run's head_sha), and one from before every layout of the floor. */
+const RELEASE_COMMIT = 'c0ffee'.padEnd(40, '0');
+const OLDER_COMMIT = '01de57'.padEnd(40, '0');
 /** The team that reviews prod's deployments (scripts/githubSettings.cjs apply prod --reviewer-team). */
 const PROD_REVIEWERS = '4242';
 /** Its owner/name: github.repository, and the full_name GitHub's REST API gives. */
@@ -291,7 +297,9 @@ function workspace(): Setup {
     }),
   );
   const ghState = join(dir, 'gh-state.json');
-  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {} }));
+  // Main's history as GitHub compares it: an old release's commit, the floor's commits, then the releases'.
+  const history = [OLDER_COMMIT, ...FLOOR.map((l) => l.since), RELEASE_COMMIT];
+  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {}, history }));
   // GitHub's settings as a repository admin applies them (docs/deploy.md, "GitHub's settings as code").
   const ghEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, GH_STATE: ghState, GH_LOG: join(dir, 'gh-setup.log') };
   for (const args of [
@@ -346,7 +354,7 @@ function ghRun(id: string, fields: Record<string, unknown> = {}): Record<string,
     id: Number(id),
     name: 'deploy',
     head_branch: 'main',
-    head_sha: 'c0ffee'.padEnd(40, '0'),
+    head_sha: RELEASE_COMMIT,
     path: DEPLOY_WORKFLOW.path,
     run_attempt: 1,
     event: 'push',
@@ -680,6 +688,7 @@ test("a rollback re-deploys an earlier run's artifact to the chosen environment:
   expect(ghCalls(setup)).toEqual([
     `api repos/${FULL_NAME}/actions/runs/903`,
     `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+    ...FLOOR.map((l) => `api repos/${FULL_NAME}/compare/${l.since}...${RELEASE_COMMIT}`),
     `api -X GET repos/${FULL_NAME}/environments/prod`,
     `api -X GET repos/${FULL_NAME}/environments/prod/deployment-branch-policies`,
     `api -X GET repos/${FULL_NAME}/actions/oidc/customization/sub`,
@@ -818,6 +827,29 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     expect(noGh.status).toBe(1);
     expect(noGh.stderr).toContain('ERR_RUN_UNREADABLE: ');
     expect(noGh.stderr).toContain('gh was not found');
+  });
+
+  test("a release older than the tables' layout (infra/rollbackFloor.json) is refused, naming each layout, why and what to do first; nothing is downloaded", () => {
+    const setup = workspace();
+    const mark = plantArtifact(setup, '945');
+    recordRun(setup, ghRun('945', { head_sha: OLDER_COMMIT }));
+    const failure = refusal(() => run('workflow_dispatch', setup, '946', { environment: 'prod', run_id: '945', with_infrastructure: false }));
+    expect(failure.step).toMatch(/^rollback > provenance: /);
+    expect(refusalCodes(failure)).toEqual(FLOOR.map(() => 'ERR_RUN_BEFORE_LAYOUT'));
+    expect(failure.stderr).toContain("run 945 is older than the tables' current layout is safe with (infra/rollbackFloor.json)");
+    for (const layout of FLOOR)
+      expect(failure.stderr).toContain(`its commit ${OLDER_COMMIT} does not contain ${layout.since} (${layout.table}): releases before it`);
+    expect(failure.stderr).toContain('every stopped client\'s tokens are accepted again');
+    expect(failure.stderr).toContain(`First: ${FLOOR[0].first}`);
+    expect(failure.record.steps.filter((s) => s.startsWith('rollback > deploy'))).toEqual([]);
+    expect(existsSync(setup.log)).toBe(false);
+    expect(existsSync(mark)).toBe(false);
+    // GitHub unable to compare (the commit unknown to it): refused all the same, with GitHub's reason.
+    recordRun(setup, ghRun('947', { head_sha: 'feed'.padEnd(40, '0') }));
+    const unproven = refusal(() => run('workflow_dispatch', setup, '948', { environment: 'prod', run_id: '947', with_infrastructure: false }));
+    expect(refusalCodes(unproven)).toEqual(FLOOR.map(() => 'ERR_LAYOUT_UNPROVEN'));
+    expect(unproven.stderr).toContain('gh exited 1: gh: Not Found (HTTP 404)');
+    expect(existsSync(mark)).toBe(false);
   });
 
   test('the same artifact, from a release, is deployed: the check can pass', () => {
@@ -1068,6 +1100,7 @@ describe('scripts/deploy.sh by hand', () => {
         `api repos/${FULL_NAME}/branches/main`,
         `api repos/${FULL_NAME}/actions/runs/905`,
         `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+        ...FLOOR.map((l) => `api repos/${FULL_NAME}/compare/${l.since}...${RELEASE_COMMIT}`),
         `run download 905 --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
       ]);
       expect(result.stdout).toContain(`run 905 is a release: a successful push to main of .github/workflows/deploy.yml in ${FULL_NAME}`);
@@ -1075,6 +1108,21 @@ describe('scripts/deploy.sh by hand', () => {
       const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
       expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['jane@lender.example', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
       expect(rollback(setup, 'prod', 'latest').status).toBe(2);
+    });
+
+    test("a release older than the tables' layout is refused by hand too, before anything is downloaded", () => {
+      const setup = workspace();
+      const mark = plantArtifact(setup, '904');
+      recordRun(setup, ghRun('904', { head_sha: OLDER_COMMIT }));
+      cleanMain(setup);
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'prod', '904');
+      expect(result.status).toBe(1);
+      expect(codesOf(result.stderr)).toEqual(FLOOR.map(() => 'ERR_RUN_BEFORE_LAYOUT'));
+      expect(result.stderr).toContain(`First: ${FLOOR[1].first}`);
+      expect(ghCalls(setup).some((c) => c.startsWith('run download'))).toBe(false);
+      expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
     });
 
     test("a pull request's run is refused by hand too, before anything is downloaded", () => {

@@ -9,7 +9,8 @@
 // GH_STATE:     JSON file { repository, workflows: { <file name>: workflow }, runs: { <id>: workflow run },
 //               branches?: { <owner/name>: { <branch>: commit sha } }, apiError?: gh's stderr line,
 //               environments?: { <name, lower case>: environment, with branch_policies: [{ id, name, type }] },
-//               oidcSubject?: { use_default, include_claim_keys? }, runnerGroups?: { <id>: runner group } }
+//               oidcSubject?: { use_default, include_claim_keys? }, runnerGroups?: { <id>: runner group },
+//               history?: [commit sha, oldest first]: main's history, which GET /compare/{base}...{head} reads }
 //               (the REST shapes of GET /repos/{owner}/{repo}/actions/workflows/{file}, /actions/runs/{id},
 //               /branches/{branch}, /environments/{name} and its /deployment-branch-policies,
 //               /actions/oidc/customization/sub and /orgs/{org}/actions/runner-groups/{id}; `repository` is
@@ -146,6 +147,15 @@ if (args[0] === 'api') {
     const sha = Object.entries(state.branches ?? {}).find(([name]) => same(name, repository))?.[1][branch];
     if (sha === undefined) notFound();
     print({ name: branch, commit: { sha }, protected: true });
+    process.exit(0);
+  }
+  // GitHub's "Compare two commits": where head stands to base in main's (linear) history.
+  const comparePath = /^repos\/([^/]+\/[^/]+)\/compare\/(\w+)\.\.\.(\w+)$/.exec(args[1] ?? '');
+  if (args.length === 2 && comparePath !== null) {
+    const [, repository, base, head] = comparePath;
+    const [b, h] = [base, head].map((sha) => (state.history ?? []).indexOf(sha));
+    if (!same(repository, state.repository) || b < 0 || h < 0) notFound();
+    print({ status: h === b ? 'identical' : h > b ? 'ahead' : 'behind', ahead_by: Math.max(0, h - b), behind_by: Math.max(0, b - h) });
     process.exit(0);
   }
   const runPath = /^repos\/([^/]+\/[^/]+)\/actions\/runs\/(\d+)$/.exec(args[1] ?? '');
