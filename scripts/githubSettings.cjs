@@ -15,13 +15,17 @@
 // Usage: node scripts/githubSettings.cjs apply <dev|prod> [--reviewer-team <team id>] [--runner-group <runner group id>]
 //        node scripts/githubSettings.cjs check <dev|prod>
 //   apply  a repository admin (an organization owner too for --runner-group), after infra/bootstrap.bicep
-//          added the credentials for these subjects: GitHub asks for the matching condition first.
+//          added the credentials for these subjects: GitHub asks for the matching condition first. The
+//          template is one setting for every environment, so apply first reads (az, signed in with read
+//          access to each environment's group) the credentials of every bootstrapped environment of
+//          infra/env/ and refuses, changing nothing, while one lacks a subject the template gives, or when
+//          it cannot read them (it says why).
 //   check  read only (GH_TOKEN with actions: read in the pipeline): the deploy job's environment and the
 //          subject template as apply leaves them; exit 1 naming each difference with its code.
 // The repository is the one infra/env/<env>.pipeline.json pins (githubRepository). Exit 2 on usage.
 'use strict';
 const { execFileSync } = require('node:child_process');
-const { readFileSync } = require('node:fs');
+const { readFileSync, readdirSync } = require('node:fs');
 const { join } = require('node:path');
 
 /** The subject template: GitHub's default parts (repo, context), then the run's ref and the job's workflow file. */
@@ -33,6 +37,25 @@ const BRANCH = 'main';
 const policyType = (policy) => policy.type ?? 'branch';
 const isMainPolicy = (policy) => policy.name === BRANCH && policyType(policy) === 'branch';
 const ROOT = join(__dirname, '..');
+const MAIN_REF = `refs/heads/${BRANCH}`;
+/** The issuer and audience of the pipeline's federated credentials (GitHub's tokens, Entra's token exchange). */
+const GITHUB_ISSUER = 'https://token.actions.githubusercontent.com';
+const EXCHANGE_AUDIENCE = 'api://AzureADTokenExchange';
+/**
+ * The pipeline's sign-ins (infra/modules/pipelineIdentities.bicep): each identity's job, the workflow file
+ * it is defined in, and the GitHub environment it runs in (none for the plan identity's what-if).
+ */
+const SIGN_INS = {
+  deploy: { file: 'deploy-environment.yml', environment: (env) => env },
+  plan: { file: 'deploy.yml', environment: () => undefined },
+  stop: { file: 'stop-client.yml', environment: (env) => `${env}-stop` },
+};
+/** The subject GitHub gives `job`'s token on main under the template, after `prefix` (the repository part). */
+function subjectOf(prefix, repository, env, job) {
+  const environment = SIGN_INS[job].environment(env);
+  const context = environment === undefined ? `ref:${MAIN_REF}` : `environment:${environment}`;
+  return `${prefix}:${context}:ref:${MAIN_REF}:job_workflow_ref:${repository}/.github/workflows/${SIGN_INS[job].file}@${MAIN_REF}`;
+}
 
 /**
  * What `check`'s reads need of the token (GET of an environment, of its deployment branch policies, of the
@@ -59,14 +82,23 @@ function usage() {
   process.exit(2);
 }
 
-/** A GitHub CLI error's reason, without anything shaped like a token. */
-function reason(error) {
-  if (error.code === 'ENOENT') return 'gh was not found (is it installed and on PATH?)';
+/** A CLI's error's reason (gh's by default), without anything shaped like a token. */
+function reason(error, command = 'gh') {
+  if (error.code === 'ENOENT') return `${command} was not found (is it installed and on PATH?)`;
   const line = String(error.stderr ?? error.message ?? '')
     .split('\n')
     .map((l) => l.trim())
     .find((l) => l !== '');
-  return `gh exited ${error.status}: ${(line ?? 'no message').replace(/\b(gh[pousr]_\w+|github_pat_\w+)/g, '[token]')}`;
+  return `${command} exited ${error.status}: ${(line ?? 'no message').replace(/\b(gh[pousr]_\w+|github_pat_\w+)/g, '[token]')}`;
+}
+
+/** An Azure CLI command's JSON output, or { error }. Only stdout is parsed: the CLI writes warnings on stderr. */
+function az(args) {
+  try {
+    return { value: JSON.parse(execFileSync('az', [...args, '--output', 'json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) };
+  } catch (error) {
+    return { error: reason(error, 'az') };
+  }
 }
 
 /** `gh api` with a method and a JSON body: the parsed answer, or { error } (a 404 is `notFound`). */
@@ -158,12 +190,95 @@ function check(env) {
   );
 }
 
+/** Why apply cannot set the template: what an environment lacks, or why it cannot tell. */
+const UNSAFE = {
+  ERR_SUBJECT_UNTRUSTED: (c) =>
+    `${c.identity} (${c.env}) has no federated credential for ${c.subject}: its ${c.job} sign-in would fail once the template applies; re-run ${c.env}'s bootstrap (docs/deploy.md, "Migration")`,
+  ERR_SUBJECTS_UNREADABLE: (c) =>
+    `the federated credentials of ${c.identity} (${c.env}) could not be read (${c.reason}), so apply cannot tell whether ${c.env} trusts the new subjects: sign in (az login) as someone who may read ${c.group} in subscription ${c.subscription} (Reader), then apply again`,
+  ERR_GITHUB_UNREADABLE: DRIFT.ERR_GITHUB_UNREADABLE,
+};
+
+/**
+ * The forms of the repository part GitHub may put in this repository's subjects: the one its
+ * `sub_claim_prefix` names; without one, both (names alone, and names with their ids), as the bootstrap's
+ * default `githubSubjectFormat` trusts (docs/deploy.md, "Which subject GitHub sends").
+ */
+function subjectPrefixes(repository) {
+  const path = `repos/${repository}/actions/oidc/customization/sub`;
+  const settings = api('GET', path);
+  if (settings.error !== undefined) return { problem: ['ERR_GITHUB_UNREADABLE', { path, reason: settings.error }] };
+  const prefix = settings.value?.sub_claim_prefix;
+  if (typeof prefix === 'string' && prefix !== '') return { prefixes: [prefix] };
+  const ids = api('GET', `repos/${repository}`);
+  if (ids.error !== undefined) return { problem: ['ERR_GITHUB_UNREADABLE', { path: `repos/${repository}`, reason: ids.error }] };
+  const [owner, name] = repository.split('/');
+  return { prefixes: [`repo:${repository}`, `repo:${owner}@${ids.value.owner.id}/${name}@${ids.value.id}`] };
+}
+
+/**
+ * What stands in the way of setting the template, over every environment of infra/env/ pinned to this
+ * repository: each subject a bootstrapped environment's identities do not trust, each identity whose
+ * credentials cannot be read. An environment not bootstrapped yet has nothing to lose (its bootstrap adds
+ * the subjects): it is listed in `waiting`.
+ */
+function unsafeForTemplate(repository) {
+  const found = subjectPrefixes(repository);
+  if (found.problem !== undefined) return { problems: [found.problem], checked: [], waiting: [] };
+  const problems = [];
+  const checked = [];
+  const waiting = [];
+  const envDir = join(ROOT, 'infra', 'env');
+  for (const file of readdirSync(envDir).filter((f) => f.endsWith('.pipeline.json')).sort()) {
+    const env = file.replace(/\.pipeline\.json$/, '');
+    const pipeline = JSON.parse(readFileSync(join(envDir, file), 'utf8'));
+    if (typeof pipeline.githubRepository !== 'string' || pipeline.githubRepository.toLowerCase() !== repository.toLowerCase()) continue;
+    const filled = (name) => typeof pipeline[name] === 'string' && pipeline[name] !== '' && !pipeline[name].includes('REPLACE-WITH');
+    if (!filled('resourceGroup') || !filled('subscriptionId')) {
+      waiting.push(env);
+      continue;
+    }
+    checked.push(env);
+    for (const job of Object.keys(SIGN_INS)) {
+      const identity = `id-drawreq-${env}-${job}`;
+      const group = pipeline.resourceGroup;
+      const listed = az(['identity', 'federated-credential', 'list', '--identity-name', identity, '--resource-group', group, '--subscription', pipeline.subscriptionId]);
+      if (listed.error !== undefined) {
+        problems.push(['ERR_SUBJECTS_UNREADABLE', { env, identity, group, subscription: pipeline.subscriptionId, reason: listed.error }]);
+        continue;
+      }
+      for (const prefix of found.prefixes) {
+        const subject = subjectOf(prefix, repository, env, job);
+        const trusted = listed.value.some((c) => c.issuer === GITHUB_ISSUER && c.subject === subject && (c.audiences ?? []).includes(EXCHANGE_AUDIENCE));
+        if (!trusted) problems.push(['ERR_SUBJECT_UNTRUSTED', { env, identity, job, subject }]);
+      }
+    }
+  }
+  return { problems, checked, waiting };
+}
+
 function apply(env, options) {
   const { repository, requiredReviewers, pinFile } = target(env);
   if (requiredReviewers && !/^\d+$/.test(options['--reviewer-team'] ?? '')) {
     process.stderr.write(`${pinFile} asks for required reviewers in ${env}: give --reviewer-team <team id> (gh api orgs/<org>/teams/<team slug> --jq .id)\n`);
     process.exit(2);
   }
+  // The template is one setting for the whole repository: every environment must trust its subjects first
+  // (GitHub: "you should first create a matching condition in your cloud provider's OIDC configuration").
+  const { problems, checked, waiting } = unsafeForTemplate(repository);
+  if (problems.length > 0) {
+    process.stderr.write(
+      `not applied, nothing changed: the OIDC subject template applies to every environment's sign-ins at once, and it is not yet safe:\n` +
+        problems.map(([code, context]) => `  ${code}: ${UNSAFE[code](context)}\n`).join('') +
+        `Bootstrap every environment first, then apply (docs/deploy.md, "Migration").\n`,
+    );
+    process.exit(1);
+  }
+  process.stdout.write(
+    `${repository}: ${checked.length > 0 ? `${checked.join(', ')} trust${checked.length === 1 ? 's' : ''} the subjects of the template` : 'no environment is bootstrapped yet'}${
+      waiting.length > 0 ? `; ${waiting.join(', ')} not bootstrapped yet (its bootstrap adds them)` : ''
+    }\n`,
+  );
   // The template first: the credentials for it exist (the bootstrap), and jobs from now on present it.
   must(
     api('PUT', `repos/${repository}/actions/oidc/customization/sub`, { use_default: false, include_claim_keys: SUBJECT_CLAIM_KEYS }),

@@ -109,6 +109,9 @@ const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Ob
     [TARGETS[env].stopClientId, { env, identity: `id-drawreq-${env}-stop` }],
   ]),
 );
+/** Credentials by the identity they belong to, as the Azure CLI stand-in lists them. */
+const credentialsByIdentity = (credentials: readonly FederatedCredential[]): Record<string, FederatedCredential[]> =>
+  credentials.reduce<Record<string, FederatedCredential[]>>((all, c) => ({ ...all, [c.identity]: [...(all[c.identity] ?? []), c] }), {});
 /** The bootstrap's federated credentials for this repository, by environment (githubSubjectFormat left to its default). */
 let CREDENTIALS: Record<'dev' | 'prod', FederatedCredential[]>;
 const bootstrapped = (env: 'dev' | 'prod', format?: string) =>
@@ -294,14 +297,28 @@ function workspace(): Setup {
       groups: ['rg-drawreq-dev', 'rg-drawreq-prod'],
       deployments: {},
       tableAccess: TABLE_ACCESS,
+      federatedCredentials: credentialsByIdentity([...CREDENTIALS.dev, ...CREDENTIALS.prod]),
     }),
   );
   const ghState = join(dir, 'gh-state.json');
   // Main's history as GitHub compares it: an old release's commit, the floor's commits, then the releases'.
   const history = [OLDER_COMMIT, ...FLOOR.map((l) => l.since), RELEASE_COMMIT];
-  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {}, history }));
+  // GitHub's OIDC settings name the immutable prefix this repository's tokens carry (docs/deploy.md, "Which subject GitHub sends").
+  const ids = { owner: Number(REPOSITORY.ownerId), repository: Number(REPOSITORY.id) };
+  const subClaimPrefix = `repo:${REPOSITORY.owner}@${REPOSITORY.ownerId}/${REPOSITORY.name}@${REPOSITORY.id}`;
+  writeFileSync(
+    ghState,
+    JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {}, history, ids, subClaimPrefix }),
+  );
   // GitHub's settings as a repository admin applies them (docs/deploy.md, "GitHub's settings as code").
-  const ghEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, GH_STATE: ghState, GH_LOG: join(dir, 'gh-setup.log') };
+  const ghEnv = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
+    GH_STATE: ghState,
+    GH_LOG: join(dir, 'gh-setup.log'),
+    AZ_STATE: state,
+    AZ_LOG: join(dir, 'az-setup.log'),
+  };
   for (const args of [
     ['apply', 'dev'],
     ['apply', 'prod', '--reviewer-team', PROD_REVIEWERS],
@@ -723,6 +740,8 @@ function plantArtifact(setup: Setup, runId: string): string {
   return mark;
 }
 
+/** The stable codes a refusal lists (`  ERR_…: …` lines), in order. */
+const codesIn = (stderr: string): string[] => [...stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
 /** What the provenance check refused a run for: its stable codes, in order. */
 const refusalCodes = (failure: StepFailed): string[] => [...failure.stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
 
@@ -1267,15 +1286,17 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', subject(REPOSITORY, 'deploy-environment.yml', 'prod')]));
   });
 
+  /** An environment's credentials before issue #40 (the default template's subjects), as the migration finds them. */
+  const earlier = (env: 'dev' | 'prod'): FederatedCredential[] =>
+    Object.entries(EARLIER_CREDENTIALS(env)).flatMap(([identity, names]) =>
+      names.map((name) => {
+        const prefix = name.endsWith('-immutable') ? 'repo:octo-org@123/octo-repo@456' : 'repo:octo-org/octo-repo';
+        const context = identity.endsWith('-plan') ? 'pull_request' : `environment:${identity.endsWith('-stop') ? `${env}-stop` : env}`;
+        return { identity, name, issuer: GITHUB_ISSUER, subject: `${prefix}:${context}`, audiences: [AZURE_AUDIENCE] };
+      }),
+    );
+
   test("the earlier credentials (the default template's subjects) match no job once the template is applied: credentials first, then the template (GitHub's order)", () => {
-    const earlier = (env: 'dev' | 'prod'): FederatedCredential[] =>
-      Object.entries(EARLIER_CREDENTIALS(env)).flatMap(([identity, names]) =>
-        names.map((name) => {
-          const prefix = name.endsWith('-immutable') ? 'repo:octo-org@123/octo-repo@456' : 'repo:octo-org/octo-repo';
-          const context = identity.endsWith('-plan') ? 'pull_request' : `environment:${identity.endsWith('-stop') ? `${env}-stop` : env}`;
-          return { identity, name, issuer: GITHUB_ISSUER, subject: `${prefix}:${context}`, audiences: [AZURE_AUDIENCE] };
-        }),
-      );
     const setup = workspace();
     const first = subject(REPOSITORY, 'deploy.yml');
     expect(() => run('push', setup, '914', undefined, { credentials: { dev: earlier('dev'), prod: earlier('prod') } })).toThrow(
@@ -1426,6 +1447,84 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
 
   const settings = (setup: Setup, ...args: string[]) =>
     spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'githubSettings.cjs'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+
+  /** The repository's OIDC settings before the migration (GitHub's default template), and the bootstrap's credentials as `credentials` gives them. */
+  function beforeMigration(setup: Setup, credentials: FederatedCredential[]): void {
+    setGhState(setup, (state) => {
+      state.oidcSubject = { use_default: true };
+    });
+    const state = JSON.parse(readFileSync(setup.state, 'utf8')) as Record<string, unknown>;
+    writeFileSync(setup.state, JSON.stringify({ ...state, federatedCredentials: credentialsByIdentity(credentials) }));
+  }
+  const templatePuts = (setup: Setup) => ghCalls(setup).filter((c) => c.includes('-X PUT') && c.includes('oidc/customization/sub'));
+  const template = (setup: Setup) => (JSON.parse(readFileSync(setup.ghState, 'utf8')) as { oidcSubject: unknown }).oidcSubject;
+
+  test('apply refuses, changing nothing, while another environment has not been bootstrapped again (only its earlier credentials): each identity and subject named; then it applies', () => {
+    const setup = workspace();
+    beforeMigration(setup, [...CREDENTIALS.dev, ...earlier('prod')]);
+    const refused = settings(setup, 'apply', 'dev');
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("not applied, nothing changed: the OIDC subject template applies to every environment's sign-ins at once");
+    expect(codesIn(refused.stderr)).toEqual(['ERR_SUBJECT_UNTRUSTED', 'ERR_SUBJECT_UNTRUSTED', 'ERR_SUBJECT_UNTRUSTED']);
+    for (const [job, file, environment] of [
+      ['deploy', 'deploy-environment.yml', 'prod'],
+      ['plan', 'deploy.yml', undefined],
+      ['stop', 'stop-client.yml', 'prod-stop'],
+    ] as const)
+      expect(refused.stderr).toContain(`id-drawreq-prod-${job} (prod) has no federated credential for ${subject(REPOSITORY, file, environment)}`);
+    expect(refused.stderr).toContain('Bootstrap every environment first, then apply (docs/deploy.md, "Migration")');
+    expect(template(setup)).toEqual({ use_default: true });
+    expect(templatePuts(setup)).toEqual([]);
+    // prod's bootstrap run again: its new credentials beside the earlier ones. Now the template is applied.
+    beforeMigration(setup, [...CREDENTIALS.dev, ...CREDENTIALS.prod, ...earlier('prod')]);
+    const applied = settings(setup, 'apply', 'dev');
+    expect([applied.status, applied.stderr]).toEqual([0, '']);
+    expect(applied.stdout).toContain(`${FULL_NAME}: dev, prod trust the subjects of the template`);
+    expect(template(setup)).toEqual({ use_default: false, include_claim_keys: SUBJECT_CLAIM_KEYS });
+  });
+
+  test('apply says why it cannot tell, and changes nothing: nobody signed in to Azure (it cannot read the credentials)', () => {
+    const setup = workspace();
+    beforeMigration(setup, [...CREDENTIALS.dev, ...CREDENTIALS.prod]);
+    const state = JSON.parse(readFileSync(setup.state, 'utf8')) as Record<string, unknown>;
+    writeFileSync(setup.state, JSON.stringify({ ...state, signedIn: null }));
+    const refused = settings(setup, 'apply', 'prod', '--reviewer-team', PROD_REVIEWERS);
+    expect(refused.status).toBe(1);
+    expect(codesIn(refused.stderr)).toEqual(Array<string>(6).fill('ERR_SUBJECTS_UNREADABLE'));
+    expect(refused.stderr).toContain(
+      "the federated credentials of id-drawreq-dev-deploy (dev) could not be read (az exited 1: az stand-in: Please run 'az login' to setup account.), so apply cannot tell whether dev trusts the new subjects: sign in (az login) as someone who may read rg-drawreq-dev",
+    );
+    expect(template(setup)).toEqual({ use_default: true });
+    expect(templatePuts(setup)).toEqual([]);
+  });
+
+  test("an environment not bootstrapped yet has nothing to lose: apply names it and goes on (its bootstrap adds the subjects)", () => {
+    const setup = workspace();
+    beforeMigration(setup, CREDENTIALS.dev);
+    cpSync(join(ROOT, 'infra', 'env', 'prod.pipeline.json'), join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'));
+    const pin = JSON.parse(readFileSync(join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'), JSON.stringify({ ...pin, githubRepository: FULL_NAME }));
+    const applied = settings(setup, 'apply', 'dev');
+    expect([applied.status, applied.stderr]).toEqual([0, '']);
+    expect(applied.stdout).toContain(`${FULL_NAME}: dev trusts the subjects of the template; prod not bootstrapped yet (its bootstrap adds them)`);
+    expect(calls(setup.log).map((c) => after(c, '--identity-name'))).toEqual(['id-drawreq-dev-deploy', 'id-drawreq-dev-plan', 'id-drawreq-dev-stop']);
+  });
+
+  test('GitHub naming no sub_claim_prefix: both forms are required, so a bootstrap trusting the immutable form alone is refused (the legacy subjects named)', async () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      delete state.subClaimPrefix;
+    });
+    const immutableOnly = [...(await bootstrapped('dev', 'immutable')), ...(await bootstrapped('prod', 'immutable'))];
+    beforeMigration(setup, immutableOnly);
+    const refused = settings(setup, 'apply', 'dev');
+    expect(codesIn(refused.stderr)).toEqual(Array<string>(6).fill('ERR_SUBJECT_UNTRUSTED'));
+    expect(refused.stderr).toContain(`has no federated credential for repo:${FULL_NAME}:environment:dev:ref:refs/heads/main`);
+    expect(refused.stderr).not.toContain('for repo:octo-org@123/');
+    expect(ghCalls(setup)).toContain(`api -X GET repos/${FULL_NAME}`);
+    beforeMigration(setup, [...CREDENTIALS.dev, ...CREDENTIALS.prod]); // githubSubjectFormat both, the default
+    expect(settings(setup, 'apply', 'dev').status).toBe(0);
+  });
 
   test("apply --runner-group (GitHub Enterprise Cloud) restricts the environment's runner group to deploy-environment.yml and stop-client.yml on main", () => {
     const setup = workspace();

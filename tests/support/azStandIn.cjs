@@ -10,7 +10,9 @@
 //           storage: { <account>: { publicNetworkAccess, defaultAction, privateNetwork } } (as the last deployment left it),
 //           tableAccess?: { <signed-in name>: { <account>/<table>: [Table service operations its roles allow] } }
 //           (tests/support/tableRbac.ts works them out from infra/'s role assignments; when given, every
-//           table call of anyone is refused as Azure refuses it unless the operation is listed) }
+//           table call of anyone is refused as Azure refuses it unless the operation is listed),
+//           federatedCredentials?: { <identity name>: [{ name, issuer, subject, audiences }] } (the bootstrap's) }
+//           signedIn null: nobody is signed in, and every call fails as the CLI does.
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
 // AZ_CALLER_NETWORK: the virtual network the caller runs in (a private-networked runner's), if any.
 // AZ_WARNING: a line every call writes on stderr first, as the CLI writes warnings (an available upgrade, a
@@ -23,7 +25,7 @@ const jmespath = require('jmespath');
 const args = process.argv.slice(2);
 if (process.env.AZ_WARNING) process.stderr.write(`${process.env.AZ_WARNING}\n`);
 const state = JSON.parse(readFileSync(process.env.AZ_STATE, 'utf8'));
-const entry = { args, as: state.signedIn.name, cwd: process.cwd() };
+const entry = { args, as: state.signedIn?.name ?? null, cwd: process.cwd() };
 const save = () => writeFileSync(process.env.AZ_STATE, JSON.stringify(state, null, 1));
 const log = () => appendFileSync(process.env.AZ_LOG, `${JSON.stringify(entry)}\n`);
 
@@ -165,7 +167,17 @@ const typed = (row) =>
 /** A row's ETag: changes whenever the row does. */
 const etagOf = (row) => `W/"datetime'${createHash('sha256').update(JSON.stringify(row)).digest('hex').slice(0, 16)}'"`;
 
+if (state.signedIn === null) fail("Please run 'az login' to setup account.");
 switch (command) {
+  case 'identity federated-credential list': {
+    const found = state.federatedCredentials?.[option('--identity-name')];
+    if (found === undefined)
+      fail(
+        `(ResourceNotFound) The Resource 'Microsoft.ManagedIdentity/userAssignedIdentities/${option('--identity-name')}' under resource group '${option('--resource-group')}' was not found.`,
+      );
+    answer(found.map(({ name, issuer, subject, audiences }) => ({ name, issuer, subject, audiences })));
+    break;
+  }
   case 'account show':
     answer({ name: 'Draw Requests', id: '11111111-2222-4333-8444-555555555555', user: state.signedIn });
     break;

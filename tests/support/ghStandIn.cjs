@@ -10,7 +10,9 @@
 //               branches?: { <owner/name>: { <branch>: commit sha } }, apiError?: gh's stderr line,
 //               environments?: { <name, lower case>: environment, with branch_policies: [{ id, name, type }] },
 //               oidcSubject?: { use_default, include_claim_keys? }, runnerGroups?: { <id>: runner group },
-//               history?: [commit sha, oldest first]: main's history, which GET /compare/{base}...{head} reads }
+//               history?: [commit sha, oldest first]: main's history, which GET /compare/{base}...{head} reads,
+//               ids?: { owner, repository } (GET /repos/{owner}/{repo}), subClaimPrefix?: the OIDC settings'
+//               sub_claim_prefix, as GitHub gives it for a repository (absent: GitHub gives none) }
 //               (the REST shapes of GET /repos/{owner}/{repo}/actions/workflows/{file}, /actions/runs/{id},
 //               /branches/{branch}, /environments/{name} and its /deployment-branch-policies,
 //               /actions/oidc/customization/sub and /orgs/{org}/actions/runner-groups/{id}; `repository` is
@@ -108,7 +110,8 @@ function settingsCall(method, path, body) {
   const oidcPath = /^repos\/([^/]+\/[^/]+)\/actions\/oidc\/customization\/sub$/.exec(path);
   if (oidcPath !== null) {
     if (!same(oidcPath[1], state.repository)) notFound();
-    if (method === 'GET') print(state.oidcSubject ?? { use_default: true });
+    if (method === 'GET')
+      print({ ...(state.oidcSubject ?? { use_default: true }), ...(state.subClaimPrefix === undefined ? {} : { sub_claim_prefix: state.subClaimPrefix }) });
     else if (method === 'PUT') {
       state.oidcSubject = body.use_default ? { use_default: true } : { use_default: false, include_claim_keys: body.include_claim_keys };
       save();
@@ -147,6 +150,13 @@ if (args[0] === 'api') {
     const sha = Object.entries(state.branches ?? {}).find(([name]) => same(name, repository))?.[1][branch];
     if (sha === undefined) notFound();
     print({ name: branch, commit: { sha }, protected: true });
+    process.exit(0);
+  }
+  const repositoryPath = /^repos\/([^/]+)\/([^/]+)$/.exec(path);
+  if (repositoryPath !== null && state.ids !== undefined) {
+    if (!same(`${repositoryPath[1]}/${repositoryPath[2]}`, state.repository)) notFound();
+    const [owner, name] = state.repository.split('/');
+    print({ id: state.ids.repository, name, full_name: state.repository, owner: { login: owner, id: state.ids.owner } });
     process.exit(0);
   }
   // GitHub's "Compare two commits": where head stands to base in main's (linear) history.
