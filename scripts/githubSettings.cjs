@@ -229,7 +229,9 @@ function unsafeForTemplate(repository) {
   const checked = [];
   const waiting = [];
   const envDir = join(ROOT, 'infra', 'env');
-  for (const file of readdirSync(envDir).filter((f) => f.endsWith('.pipeline.json')).sort()) {
+  for (const file of readdirSync(envDir)
+    .filter((f) => f.endsWith('.pipeline.json'))
+    .sort()) {
     const env = file.replace(/\.pipeline\.json$/, '');
     const pipeline = JSON.parse(readFileSync(join(envDir, file), 'utf8'));
     if (typeof pipeline.githubRepository !== 'string' || pipeline.githubRepository.toLowerCase() !== repository.toLowerCase()) continue;
@@ -242,7 +244,17 @@ function unsafeForTemplate(repository) {
     for (const job of Object.keys(SIGN_INS)) {
       const identity = `id-drawreq-${env}-${job}`;
       const group = pipeline.resourceGroup;
-      const listed = az(['identity', 'federated-credential', 'list', '--identity-name', identity, '--resource-group', group, '--subscription', pipeline.subscriptionId]);
+      const listed = az([
+        'identity',
+        'federated-credential',
+        'list',
+        '--identity-name',
+        identity,
+        '--resource-group',
+        group,
+        '--subscription',
+        pipeline.subscriptionId,
+      ]);
       if (listed.error !== undefined) {
         problems.push(['ERR_SUBJECTS_UNREADABLE', { env, identity, group, subscription: pipeline.subscriptionId, reason: listed.error }]);
         continue;

@@ -22,6 +22,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HttpResponseInit } from '@azure/functions';
+import { localCertificateAuthority, loopbackServerCertificate } from '../../dev/localCertificates';
 import { DETAILS, accepted, badRequest, dependencyFailed, unauthorized } from '../../lib/problem';
 import {
   EARLIER_CREDENTIALS,
@@ -77,8 +78,9 @@ const REPOSITORY: GitHubRepository = {
   subjectClaimKeys: SUBJECT_CLAIM_KEYS,
 };
 /** infra/rollbackFloor.json: the commits whose layout every release deployed must contain. */
-const FLOOR = (JSON.parse(readFileSync(join(ROOT, 'infra', 'rollbackFloor.json'), 'utf8')) as { layouts: Array<{ table: string; since: string; first: string }> })
-  .layouts;
+const FLOOR = (
+  JSON.parse(readFileSync(join(ROOT, 'infra', 'rollbackFloor.json'), 'utf8')) as { layouts: Array<{ table: string; since: string; first: string }> }
+).layouts;
 /** The commit the tests' releases are built from (a run's head_sha), and one from before every layout of the floor. */
 const RELEASE_COMMIT = 'c0ffee'.padEnd(40, '0');
 const OLDER_COMMIT = '01de57'.padEnd(40, '0');
@@ -177,8 +179,39 @@ beforeAll(async () => {
   const port = await new Promise<string>((resolve) => app.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   url = `http://127.0.0.1:${port}`;
 });
+/**
+ * The Table service of the stand-in's accounts (tests/support/tableServiceStandIn.cjs), for scripts/stopClient.cjs:
+ * a process of its own too, reading the test's state through the function app's config file; one port outside
+ * any network, one inside prod's.
+ */
+let tableService: ChildProcess;
+let tablePorts: Record<string, number>;
+/** The CA the Table service's certificate is from, which scripts trust as a runner trusts Azure's (NODE_EXTRA_CA_CERTS). */
+let tableCa: string;
+beforeAll(async () => {
+  const certificates = mkdtempSync(join(tmpdir(), 'pipeline-tls-'));
+  const ca = await localCertificateAuthority(certificates);
+  const server = await loopbackServerCertificate(ca);
+  writeFileSync(join(certificates, 'key.pem'), server.key);
+  writeFileSync(join(certificates, 'cert.pem'), server.cert);
+  tableCa = ca.certPath;
+  const args = [
+    join(ROOT, 'tests', 'support', 'tableServiceStandIn.cjs'),
+    appConfig,
+    join(certificates, 'key.pem'),
+    join(certificates, 'cert.pem'),
+    PROD_NETWORK,
+  ];
+  tableService = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  tablePorts = await new Promise((resolve) =>
+    tableService.stdout?.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()) as Record<string, number>)),
+  );
+});
+/** Where an account's Table service answers a caller in `network` (none: outside every network), as TABLES_ENDPOINT. */
+const tablesEndpoint = (account: string, network?: string) => `https://127.0.0.1:${tablePorts[network ?? 'public']}/${account}`;
 afterAll(() => {
   app?.kill();
+  tableService?.kill();
 });
 
 interface AppRequest {
@@ -326,7 +359,7 @@ function workspace(): Setup {
     const applied = spawnSync(process.execPath, [join(ws, 'scripts', 'githubSettings.cjs'), ...args], { env: ghEnv, encoding: 'utf8' });
     if (applied.status !== 0) throw new Error(applied.stderr);
   }
-  writeFileSync(appConfig, JSON.stringify(appSettings(state)));
+  writeFileSync(appConfig, JSON.stringify({ ...appSettings(state), azLog: join(dir, 'az.log') }));
   rmSync(appLog, { force: true });
   // prod as it stands after phase 1 of docs/deploy.md's migration (isolated, storage still public), which
   // its parameters file, closing storage, must follow: deployed by the stand-in itself, then its log removed.
@@ -482,6 +515,9 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
   GH_STATE: setup.ghState,
   GH_LOG: setup.ghLog,
   GH_ARTIFACTS: setup.artifacts,
+  // The packages `npm ci --omit=dev` installs on a runner (stop-client.yml): this checkout's.
+  NODE_PATH: join(ROOT, 'node_modules'),
+  NODE_EXTRA_CA_CERTS: tableCa,
   SMOKE_RETRY_SECONDS: '0',
   SMOKE_ATTEMPTS: '3',
   DEPLOY_RETRY_SECONDS: '0',
@@ -494,7 +530,14 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
 function runOther(
   setup: Setup,
   file: string,
-  run: { event: 'push' | 'workflow_dispatch'; ref?: string; inputs?: Record<string, unknown>; runId: string; tokens: Array<[string, string]> },
+  run: {
+    event: 'push' | 'workflow_dispatch';
+    ref?: string;
+    inputs?: Record<string, unknown>;
+    runId: string;
+    tokens: Array<[string, string]>;
+    runner?: (runsOn: unknown) => Record<string, string>;
+  },
 ): RunRecord {
   return runWorkflow(file, {
     workspace: setup.workspace,
@@ -504,8 +547,10 @@ function runOther(
     runId: run.runId,
     artifacts: setup.artifacts,
     env: standInEnv(setup),
+    // npm ci's packages are this checkout's (NODE_PATH).
+    skip: (step) => /^npm /.test(step.run ?? ''),
     repository: signing(setup),
-    runner: runnerEnv,
+    runner: run.runner ?? runnerEnv,
     environment: githubEnvironments(setup),
     login: (clientId, token) => {
       run.tokens.push([clientId, token.sub]);
@@ -858,7 +903,7 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     expect(failure.stderr).toContain("run 945 is older than the tables' current layout is safe with (infra/rollbackFloor.json)");
     for (const layout of FLOOR)
       expect(failure.stderr).toContain(`its commit ${OLDER_COMMIT} does not contain ${layout.since} (${layout.table}): releases before it`);
-    expect(failure.stderr).toContain('every stopped client\'s tokens are accepted again');
+    expect(failure.stderr).toContain("every stopped client's tokens are accepted again");
     expect(failure.stderr).toContain(`First: ${FLOOR[0].first}`);
     expect(failure.record.steps.filter((s) => s.startsWith('rollback > deploy'))).toEqual([]);
     expect(existsSync(setup.log)).toBe(false);
@@ -1498,7 +1543,7 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     expect(templatePuts(setup)).toEqual([]);
   });
 
-  test("an environment not bootstrapped yet has nothing to lose: apply names it and goes on (its bootstrap adds the subjects)", () => {
+  test('an environment not bootstrapped yet has nothing to lose: apply names it and goes on (its bootstrap adds the subjects)', () => {
     const setup = workspace();
     beforeMigration(setup, CREDENTIALS.dev);
     cpSync(join(ROOT, 'infra', 'env', 'prod.pipeline.json'), join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'));
@@ -1665,14 +1710,39 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     `repo:octo-org@123/octo-repo@456:environment:${env}-stop:ref:refs/heads/main:job_workflow_ref:octo-org/octo-repo/.github/workflows/stop-client.yml@refs/heads/main`;
   /** Dispatches stop-client.yml from main (or `ref`); records the tokens its sign-ins present. */
   const stop = (setup: Setup, inputs: Record<string, unknown>, tokens: Array<[string, string]> = [], ref?: string): RunRecord =>
-    runOther(setup, 'stop-client.yml', { event: 'workflow_dispatch', ref, inputs, runId: '970', tokens });
+    runOther(setup, 'stop-client.yml', {
+      event: 'workflow_dispatch',
+      ref,
+      inputs,
+      runId: '970',
+      tokens,
+      // The account's Table service as the runner reaches it: through the private endpoint inside prod's network.
+      runner: (runsOn) => {
+        const runner = runnerEnv(runsOn);
+        const account = TARGETS[inputs.environment as 'dev' | 'prod']?.storageAccountName ?? 'none';
+        return { ...runner, TABLES_ENDPOINT: tablesEndpoint(account, runner.AZ_CALLER_NETWORK) };
+      },
+    });
+  /** scripts/stopClient.cjs run by hand, from `network` (none: outside every network), with `env` besides. */
+  const stopByHand = (setup: Setup, env: string, clientId: string, network?: string, extra: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'stopClient.cjs'), env, clientId], {
+      env: {
+        ...standInEnv(setup),
+        ...(network === undefined ? {} : { AZ_CALLER_NETWORK: network }),
+        TABLES_ENDPOINT: tablesEndpoint(TARGETS[env as 'dev' | 'prod']?.storageAccountName ?? 'none', network),
+        ...extra,
+      },
+      encoding: 'utf8',
+    });
   const rowsOf = (setup: Setup, account: string, table: string) =>
     (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/${table}`] ??
     {};
   const partnerRows = (setup: Setup, account: string) => rowsOf(setup, account, 'Partners');
   const stopRows = (setup: Setup, account: string) => rowsOf(setup, account, 'StoppedClients');
-  /** The az calls after the deployment that wrote the rows (log cut there). */
+  /** The az and Table service calls after the deployment that wrote the rows (log cut there), but sign-in's. */
   const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
+  /** A call as `who: method /account/table` (the Table service's) or `who: az command` (the Azure CLI's). */
+  const described = (c: Call) => `${c.as}: ${c.args[0] === 'tables' ? c.args.slice(1).join(' ') : verb(c)}`;
   const deployed = (): Setup => {
     const setup = workspace();
     run('push', setup, '969');
@@ -1689,19 +1759,20 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const record = stop(setup, { environment: 'prod', client_id: PROD_CLIENT.toUpperCase() }, tokens);
     expect(record.runners).toEqual({ target: 'ubuntu-24.04', stop: { group: PROD_RUNNER_GROUP } });
     expect(tokens).toEqual([['prod-stop-client', STOP_SUBJECT('prod')]]);
-    const log = stopCalls(setup);
-    expect(log.map((c) => `${c.as}: ${verb(c)} ${after(c, '--account-name')}/${after(c, '--table-name')}`)).toEqual([
-      'prod-stop-client: storage entity show stdrawreqprodabc123/Partners',
-      'prod-stop-client: storage entity insert stdrawreqprodabc123/StoppedClients',
+    // Get Entity of its Partners row, then Insert Entity (a POST: the stop identity's one write), through prod's private endpoint.
+    expect(stopCalls(setup).map(described)).toEqual([
+      'prod-stop-client: GET /stdrawreqprodabc123/Partners',
+      'prod-stop-client: POST /stdrawreqprodabc123/StoppedClients',
     ]);
-    const insert = log[1];
-    expect(after(insert, '--if-exists')).toBe('fail'); // Insert Entity: the stop identity's one write
-    expect(insert.args.slice(insert.args.indexOf('--entity') + 1, insert.args.indexOf('--entity') + 4)).toEqual([
-      `PartitionKey=${PROD_CLIENT}`,
-      'RowKey=',
-      'StopId=970',
-    ]);
-    expect(Object.keys(stopRows(setup, 'stdrawreqprodabc123'))).toEqual([PROD_CLIENT]);
+    expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({
+      [PROD_CLIENT]: expect.objectContaining({
+        PartitionKey: PROD_CLIENT,
+        RowKey: '',
+        StopId: '970',
+        StoppedBy: 'octocat',
+        'StoppedAt@odata.type': 'Edm.DateTime',
+      }),
+    });
     expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before); // the Partners row is untouched
     expect(record.summaries.stop).toContain(`Client ${PROD_CLIENT} stopped in prod`);
     expect(record.summaries.stop).toContain('adds `"liftStop": "970"` to this client\'s entry in `infra/env/prod.parameters.json`');
@@ -1713,11 +1784,20 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const record = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId }, tokens);
     expect(record.runners.stop).toBe('ubuntu-24.04');
     expect(tokens).toEqual([['dev-stop-client', STOP_SUBJECT('dev')]]);
-    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['dev-stop-client: storage entity show', 'dev-stop-client: storage entity insert']);
+    expect(stopCalls(setup).map(described)).toEqual([
+      'dev-stop-client: GET /stdrawreqdevabc123/Partners',
+      'dev-stop-client: POST /stdrawreqdevabc123/StoppedClients',
+    ]);
     const stopped = stopRows(setup, 'stdrawreqdevabc123');
     expect(Object.keys(stopped)).toEqual([PARTNERS.dev[0].clientAppId]);
+    rmSync(setup.log);
     const again = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId });
     expect(again.steps.at(-1)).toBe('stop: put the client on the stop list');
+    // The insert itself is refused (409 EntityAlreadyExists), which is "already stopped": the stop list is never read.
+    expect(stopCalls(setup).map(described)).toEqual([
+      'dev-stop-client: GET /stdrawreqdevabc123/Partners',
+      'dev-stop-client: POST /stdrawreqdevabc123/StoppedClients',
+    ]);
     expect(stopRows(setup, 'stdrawreqdevabc123')).toEqual(stopped); // already stopped: the first stop stays as it was
   });
 
@@ -1815,10 +1895,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     expect(record.steps).toContain('deploy-prod > deploy: what-if, then the infrastructure and the Partners rows');
     // Stopped again by a later run (973): the file still names 970, so the deployment keeps the new stop.
     signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
-    const later = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], {
-      env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK, GITHUB_RUN_ID: '973' },
-      encoding: 'utf8',
-    });
+    const later = stopByHand(setup, 'prod', PROD_CLIENT, PROD_NETWORK, { GITHUB_RUN_ID: '973' });
     expect([later.status, later.stderr]).toEqual([0, '']);
     run('push', setup, '974');
     expect(Object.values(stopRows(setup, 'stdrawreqprodabc123')).map((row) => row.StopId)).toEqual(['973']);
@@ -1832,7 +1909,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     parameters.parameters.partners.value[0].liftStop = '970';
     writeFileSync(parametersFile, JSON.stringify(parameters));
     signIn(setup.state, 'prod-deploy-client', 'servicePrincipal');
-    const warning = 'WARNING: You have 2 update(s) available. Consider updating your CLI installation with \'az upgrade\'';
+    const warning = "WARNING: You have 2 update(s) available. Consider updating your CLI installation with 'az upgrade'";
     const partners = () =>
       spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), 'prod', '--infra-only', '--yes'], {
         env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK, AZ_WARNING: warning },
@@ -1849,14 +1926,14 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
   test("from outside prod's network the closed account refuses: nothing changes, and the message names the runner group", () => {
     const setup = deployed();
     signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
-    // A laptop, or a GitHub-hosted runner: scripts/stopClient.sh outside the network.
-    const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], { env: standInEnv(setup), encoding: 'utf8' });
+    // A laptop, or a GitHub-hosted runner: scripts/stopClient.cjs outside the network.
+    const result = stopByHand(setup, 'prod', PROD_CLIENT);
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('AuthorizationFailure');
     expect(result.stderr).toContain(
       `answers only inside prod's network: run the stop-client workflow, whose job runs on the runner group ${PROD_RUNNER_GROUP}`,
     );
-    expect(stopCalls(setup).map(verb)).toEqual(['storage entity show']);
+    expect(stopCalls(setup).map(described)).toEqual(['prod-stop-client: GET /stdrawreqprodabc123/Partners']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')[PROD_CLIENT].Active).toBe('true');
     // The workflow without a runner group for prod is refused before any runner of the network or sign-in.
     const file = join(setup.workspace, 'infra', 'env', 'prod.pipeline.json');
@@ -1885,7 +1962,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     expect(tokens).toEqual([]);
     expect(existsSync(setup.log)).toBe(false); // no az call at all
     // The script refuses it too, whoever runs it.
-    const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', clientId], { env: standInEnv(setup), encoding: 'utf8' });
+    const result = stopByHand(setup, 'prod', clientId);
     expect([result.status, result.stderr]).toEqual([2, expect.stringContaining('ERR_STOP_CLIENT_ID')]);
     expect(existsSync(setup.log)).toBe(false);
   });
@@ -1897,7 +1974,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const failure = refusal(() => stop(setup, { environment: 'prod', client_id: unknown }));
     expect(failure.step).toBe('stop: put the client on the stop list');
     expect(failure.stderr).toContain(`ERR_STOP_NO_ROW: client ${unknown} has no Partners row in prod`);
-    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['prod-stop-client: storage entity show']);
+    expect(stopCalls(setup).map(described)).toEqual(['prod-stop-client: GET /stdrawreqprodabc123/Partners']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before);
     expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({});
   });

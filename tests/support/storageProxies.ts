@@ -6,6 +6,7 @@
  * throttles each partition at an entity rate, as Table Storage does (startThrottlingProxy).
  */
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { createConnection, createServer, type Socket } from 'node:net';
 
@@ -534,4 +535,41 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
 function pointFilter(filter: string | null): { partitionKey: string; rowKey: string } | undefined {
   const match = filter === null ? null : POINT_FILTER.exec(filter);
   return match === null ? undefined : { partitionKey: unquote(match[1]), rowKey: unquote(match[2]) };
+}
+
+export interface RecordingProxy extends Proxy {
+  /** Every request that reached the proxy, in order: its method and path (decoded, without the query). */
+  readonly requests: Array<{ readonly method: string; readonly path: string }>;
+  /** Answers a request itself, instead of storage, when it returns true (a fault Azurite cannot produce). */
+  intercept?: (req: IncomingMessage, res: ServerResponse) => boolean;
+}
+
+/**
+ * A TLS proxy in front of an Azurite that serves HTTPS (a bearer token travels over TLS only): records each
+ * request, then forwards it as it came. `tls` is the proxy's key and certificate and the CA Azurite's is from.
+ */
+export async function startRecordingTlsProxy(targetPort: number, tls: { key: string; cert: string; ca: string }): Promise<RecordingProxy> {
+  const server = createHttpsServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    proxy.requests.push({ method: req.method ?? '', path: decodeURIComponent(new URL(req.url ?? '', 'https://storage').pathname) });
+    if (proxy.intercept?.(req, res) === true) {
+      req.resume();
+      return;
+    }
+    const upstream = httpsRequest({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, ca: tls.ca }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxy: RecordingProxy = {
+    port: (server.address() as { port: number }).port,
+    requests: [],
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
 }

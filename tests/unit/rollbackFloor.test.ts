@@ -49,11 +49,14 @@ test('each layout names a table of the contract once, with why older releases ar
   }
 });
 
-test.each(FLOOR.map((l) => [l.table, l.since]))('%s: %s is in main’s history and the first commit that reads the layout; the code still reads it', (table, since) => {
-  expect(git('merge-base', '--is-ancestor', since, 'HEAD').status).toBe(0);
-  expect(firstToRead(since, table)).toBe(true);
-  expect(readsAt('HEAD', table)).toBe(true);
-});
+test.each(FLOOR.map((l) => [l.table, l.since]))(
+  '%s: %s is in main’s history and the first commit that reads the layout; the code still reads it',
+  (table, since) => {
+    expect(git('merge-base', '--is-ancestor', since, 'HEAD').status).toBe(0);
+    expect(firstToRead(since, table)).toBe(true);
+    expect(readsAt('HEAD', table)).toBe(true);
+  },
+);
 
 test('the check can fail: a commit before the layout, or one after its first, is not the first to read it', () => {
   for (const { table, since } of FLOOR) {

@@ -44,6 +44,8 @@ type Job = {
 type Workflow = { on: Record<string, unknown>; permissions?: Record<string, string>; jobs: Record<string, Job> };
 
 const text = (file: string) => readFileSync(join(DIR, file), 'utf8');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const stopClientScript = () => require(join(ROOT, 'scripts', 'stopClient.cjs')) as { CLIENT_ID: RegExp };
 const workflow = (file: string) => parse(text(file)) as Workflow;
 const allSteps = () => FILES.flatMap((f) => Object.values(workflow(f).jobs).flatMap((j) => (j.steps ?? []).map((s) => ({ file: f, step: s }))));
 
@@ -125,7 +127,7 @@ test('scripts never hold ${{ }}: values reach them through env (no expression in
     if (step.run !== undefined) expect({ file, run: step.run }).toEqual({ file, run: expect.not.stringContaining('${{') });
 });
 
-test('every Azure call goes through scripts/deploy.sh or scripts/stopClient.sh: no az in the workflows themselves', () => {
+test('every Azure call goes through scripts/deploy.sh or scripts/stopClient.cjs: no az in the workflows themselves', () => {
   for (const { step } of allSteps()) expect(step.run ?? '').not.toMatch(/(^|\s)az\s/);
 });
 
@@ -286,14 +288,14 @@ describe("on-call's emergency stop (stop-client.yml)", () => {
       "the stop job's runner (the environment's runner group in its network, or GitHub-hosted)",
     ]);
     expect(steps[1].env).toEqual({ CLIENT_ID: '${{ inputs.client_id }}' });
-    // The same pattern as scripts/stopClient.sh, which checks again whoever runs it.
+    // The same pattern as scripts/stopClient.cjs, which checks again whoever runs it.
     expect(steps[1].run).toContain(`[[ "$CLIENT_ID" =~ ${GUID} ]]`);
-    expect(readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8')).toContain(`[[ "$client" =~ ${GUID} ]]`);
+    expect(stopClientScript().CLIENT_ID.source).toBe(GUID);
     expect(steps[3].run).toBe(`bash scripts/target.sh "$ENVIRONMENT" | grep '^runsOn=' >> "$GITHUB_OUTPUT"`);
     expect(target.outputs).toEqual({ 'runs-on': '${{ steps.runner.outputs.runsOn }}' });
   });
 
-  test("the stop job runs where the environment's storage answers, in <env>-stop, and runs scripts/stopClient.sh only", () => {
+  test("the stop job runs where the environment's storage answers, in <env>-stop, and runs scripts/stopClient.cjs only, with the lockfile's production packages", () => {
     const job = stop().jobs.stop;
     expect(job.needs).toBe('target');
     expect(job['runs-on']).toBe('${{ fromJSON(needs.target.outputs.runs-on) }}');
@@ -301,17 +303,26 @@ describe("on-call's emergency stop (stop-client.yml)", () => {
     expect(job.permissions).toEqual({ contents: 'read', 'id-token': 'write' });
     const runs = (job.steps ?? []).filter((s) => s.run !== undefined);
     expect(runs.map((s) => s.run)).toEqual([
+      'npm ci --omit=dev --ignore-scripts --no-audit --no-fund',
       'bash scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
-      'bash scripts/stopClient.sh "$ENVIRONMENT" "$CLIENT_ID"',
+      'node scripts/stopClient.cjs "$ENVIRONMENT" "$CLIENT_ID"',
     ]);
-    expect(runs[1].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
+    expect(runs[2].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
+    // The packages before the sign-in, whose assertion lasts 10 minutes; Node 22, the service's runtime.
+    const names = (job.steps ?? []).map((s) => s.uses?.replace(/@.*$/, '') ?? s.run);
+    expect(names.indexOf('actions/setup-node')).toBeLessThan(names.indexOf('npm ci --omit=dev --ignore-scripts --no-audit --no-fund'));
+    expect(names.indexOf('npm ci --omit=dev --ignore-scripts --no-audit --no-fund')).toBeLessThan(names.indexOf('azure/login'));
+    expect((job.steps ?? []).find((s) => s.uses?.startsWith('actions/setup-node@'))?.with).toEqual({ 'node-version': 22, cache: 'npm' });
   });
 
-  test('scripts/stopClient.sh reads the Partners row, then only inserts one stop-list row (Insert Entity: --if-exists fail): never a merge, replace or delete, never a Partners write', () => {
-    const script = readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8').replace(/^\s*#.*$/gm, '');
-    expect([...script.matchAll(/\baz ([a-z]+ [a-z]+ [a-z]+)/g)].map((m) => m[1])).toEqual(['storage entity show', 'storage entity insert']);
-    expect(script).toMatch(/az storage entity show [^\n]*--table-name "\$partners"/);
-    expect(script).toMatch(/az storage entity insert [^\n]*--table-name "\$stops" --if-exists fail/);
-    expect(script).not.toMatch(/Active=/);
+  test("scripts/stopClient.cjs reads the Partners row (Get Entity), then only inserts one stop-list row (createEntity: Insert Entity): never an upsert, update or delete, never the Azure CLI's storage commands", () => {
+    const script = readFileSync(join(ROOT, 'scripts', 'stopClient.cjs'), 'utf8').replace(/^\s*\/\/.*$/gm, '');
+    expect([...script.matchAll(/new TableClient\(url, (\w+), credential, options\)\.(\w+)\(/g)].map((m) => `${m[1]}.${m[2]}`)).toEqual([
+      'partners.getEntity',
+      'stops.createEntity',
+    ]);
+    expect(script).not.toMatch(/\.(upsertEntity|updateEntity|deleteEntity|submitTransaction|listEntities|createTable|deleteTable)\(/);
+    expect(script).not.toMatch(/'storage'|az storage|Active/);
+    expect(script).toContain('new AzureCliCredential(');
   });
 });
