@@ -14,6 +14,7 @@
 //
 // Usage: node scripts/githubSettings.cjs apply <dev|prod> [--reviewer-team <team id>] [--runner-group <runner group id>]
 //        node scripts/githubSettings.cjs check <dev|prod>
+//        node scripts/githubSettings.cjs claims <dev|prod> <deploy|plan|stop>
 //   apply  a repository admin (an organization owner too for --runner-group), after infra/bootstrap.bicep
 //          added the credentials for these subjects: GitHub asks for the matching condition first. The
 //          template is one setting for every environment, so apply first reads (az, signed in with read
@@ -22,6 +23,9 @@
 //          it cannot read them (it says why).
 //   check  read only (GH_TOKEN with actions: read in the pipeline): the deploy job's environment and the
 //          subject template as apply leaves them; exit 1 naming each difference with its code.
+//   claims in a job whose Azure sign-in failed (id-token: write): the claims of the job's OIDC token the
+//          identity's federated credentials match on (sub, job_workflow_ref, ref, environment; never the
+//          token), beside the subjects those credentials expect, and which part differs.
 // The repository is the one infra/env/<env>.pipeline.json pins (githubRepository). Exit 2 on usage.
 'use strict';
 const { execFileSync } = require('node:child_process');
@@ -77,7 +81,8 @@ const DRIFT = {
 function usage() {
   process.stderr.write(
     'usage: node scripts/githubSettings.cjs apply <dev|prod> [--reviewer-team <team id>] [--runner-group <runner group id>]\n' +
-      '       node scripts/githubSettings.cjs check <dev|prod>\n',
+      '       node scripts/githubSettings.cjs check <dev|prod>\n' +
+      '       node scripts/githubSettings.cjs claims <dev|prod> <deploy|plan|stop>\n',
   );
   process.exit(2);
 }
@@ -329,8 +334,86 @@ function apply(env, options) {
   }
 }
 
+/**
+ * The job's OIDC token, as GitHub's runner lets a step ask for it (GitHub's OIDC reference, "Methods for
+ * requesting the OIDC token"), with the audience azure/login asks for: its claims, decoded, not verified
+ * (they are only shown), or { reason }.
+ */
+async function jobClaims() {
+  const url = process.env.ACTIONS_ID_TOKEN_REQUEST_URL;
+  const requestToken = process.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN;
+  if (!url || !requestToken) return { reason: 'ACTIONS_ID_TOKEN_REQUEST_URL is not set: GitHub sets it only in a job with permissions id-token: write' };
+  try {
+    const response = await fetch(`${url}&audience=${encodeURIComponent(EXCHANGE_AUDIENCE)}`, {
+      headers: { Authorization: `bearer ${requestToken}` },
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (!response.ok) return { reason: `GitHub's OIDC provider answered ${response.status}` };
+    const { value } = await response.json();
+    return { claims: JSON.parse(Buffer.from(String(value).split('.')[1] ?? '', 'base64url').toString('utf8')) };
+  } catch (error) {
+    return { reason: `GitHub's OIDC provider could not be asked: ${error.message}` };
+  }
+}
+
+/**
+ * After a failed Azure sign-in: what the job's token says beside what the identity's credentials expect
+ * (the subjects infra/modules/pipelineIdentities.bicep gives it, in both forms of the repository part, the
+ * token's ids in the immutable one), and which part differs. Prints; never the token itself.
+ */
+async function claims(env, job) {
+  const pinFile = join('infra', 'env', `${env}.pipeline.json`);
+  const pipeline = JSON.parse(readFileSync(join(ROOT, pinFile), 'utf8'));
+  const repository = pipeline.githubRepository;
+  const identity = `id-drawreq-${env}-${job}`;
+  const got = await jobClaims();
+  if (got.claims === undefined) {
+    process.stderr.write(`the job's token claims cannot be shown: ${got.reason}\n`);
+    process.exit(1);
+  }
+  const token = got.claims;
+  const [owner, name] = String(repository).split('/');
+  const forms = [`repo:${repository}`, `repo:${owner}@${token.repository_owner_id}/${name}@${token.repository_id}`];
+  const expected = forms.map((prefix) => subjectOf(prefix, repository, env, job));
+  const expectedClaims = {
+    job_workflow_ref: `${repository}/.github/workflows/${SIGN_INS[job].file}@${MAIN_REF}`,
+    ref: MAIN_REF,
+    environment: SIGN_INS[job].environment(env),
+  };
+  const shown = ['sub', 'job_workflow_ref', 'ref', 'environment'];
+  const lines = [
+    `The Azure sign-in as ${identity} failed. What this job's OIDC token says (the claims the credentials match on; not the token):`,
+    ...shown.map((claim) => `  ${claim.padEnd(17)} ${token[claim] ?? '(none)'}`),
+    `What ${identity}'s federated credentials expect (${pinFile}'s githubRepository; the immutable form with this token's ids):`,
+    ...expected.map((subject) => `  sub               ${subject}${subject === token.sub ? "   (the token's)" : ''}`),
+  ];
+  const differs = Object.entries(expectedClaims)
+    .filter(([claim, value]) => (token[claim] ?? undefined) !== value)
+    .map(([claim, value]) => `${claim} is ${token[claim] ?? '(none)'}, not ${value ?? '(none)'}`);
+  if (!forms.some((prefix) => String(token.sub).startsWith(`${prefix}:`)))
+    differs.unshift(`the repository part of sub is neither ${forms.join(' nor ')} (githubRepository, or the ids given to the bootstrap)`);
+  if (expected.includes(token.sub))
+    lines.push(
+      `The token's sub is one the bootstrap gives ${identity}: check that its credentials hold it (the bootstrap re-run, with these ids): az identity federated-credential list --identity-name ${identity} --resource-group ${pipeline.resourceGroup} -o table`,
+    );
+  else
+    lines.push(
+      `Differs: ${differs.length > 0 ? differs.join('; ') : "the template's parts (GitHub's OIDC settings: node scripts/githubSettings.cjs check)"}.`,
+      `Compare with the credentials: az identity federated-credential list --identity-name ${identity} --resource-group ${pipeline.resourceGroup} -o table`,
+    );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 function main(argv) {
   const [command, env, ...rest] = argv;
+  if (command === 'claims') {
+    if (!['dev', 'prod'].includes(env) || rest.length !== 1 || SIGN_INS[rest[0]] === undefined) usage();
+    claims(env, rest[0]).catch((error) => {
+      process.stderr.write(`the job's token claims cannot be shown: ${error.message}\n`);
+      process.exit(1);
+    });
+    return;
+  }
   if (!['apply', 'check'].includes(command) || !['dev', 'prod'].includes(env)) usage();
   const options = {};
   for (let i = 0; i < rest.length; i += 2) {

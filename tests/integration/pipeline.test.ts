@@ -207,11 +207,21 @@ beforeAll(async () => {
     tableService.stdout?.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()) as Record<string, number>)),
   );
 });
+/** GitHub's OIDC token endpoint for the jobs (tests/support/oidcTokenStandIn.cjs), and the folder the runner tells it each job's claims in. */
+let oidc: { url: string; folder: string };
+let oidcTokens: ChildProcess;
+beforeAll(async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'pipeline-oidc-'));
+  oidcTokens = spawn(process.execPath, [join(ROOT, 'tests', 'support', 'oidcTokenStandIn.cjs'), folder], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => oidcTokens.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
+  oidc = { url: `http://127.0.0.1:${port}`, folder };
+});
 /** Where an account's Table service answers a caller in `network` (none: outside every network), as TABLES_ENDPOINT. */
 const tablesEndpoint = (account: string, network?: string) => `https://127.0.0.1:${tablePorts[network ?? 'public']}/${account}`;
 afterAll(() => {
   app?.kill();
   tableService?.kill();
+  oidcTokens?.kill();
 });
 
 interface AppRequest {
@@ -550,6 +560,7 @@ function runOther(
     // npm ci's packages are this checkout's (NODE_PATH).
     skip: (step) => /^npm /.test(step.run ?? ''),
     repository: signing(setup),
+    oidc,
     runner: run.runner ?? runnerEnv,
     environment: githubEnvironments(setup),
     login: (clientId, token) => {
@@ -566,7 +577,13 @@ function run(
   setup: Setup,
   runId: string,
   inputs?: Record<string, unknown>,
-  oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]>; ref?: string } = {},
+  github: {
+    repository?: GitHubRepository;
+    credentials?: Record<'dev' | 'prod', FederatedCredential[]>;
+    tokens?: Array<[string, string]>;
+    ref?: string;
+    jobWorkflowFile?: (defined: string, caller: string) => string;
+  } = {},
 ): RunRecord {
   const headBranch = event === 'pull_request' ? 'feature/clearer-rules' : 'main';
   recordRun(setup, ghRun(runId, { event, head_branch: headBranch, status: 'in_progress', conclusion: null }));
@@ -575,19 +592,21 @@ function run(
     const record = runWorkflow('deploy.yml', {
       workspace: setup.workspace,
       event,
-      ref: oidc.ref,
+      ref: github.ref,
       inputs,
       runId,
       artifacts: setup.artifacts,
       env: standInEnv(setup),
       // The build's npm steps (.ci/run, npm run package) are proven by CI itself.
       skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
-      repository: signing(setup, oidc.repository),
+      repository: signing(setup, github.repository),
+      oidc,
+      jobWorkflowFile: github.jobWorkflowFile,
       runner: runnerEnv,
       environment: githubEnvironments(setup),
       login: (clientId, token) => {
-        exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
-        oidc.tokens?.push([clientId, token.sub]);
+        exchange(clientId, token, github.credentials ?? CREDENTIALS);
+        github.tokens?.push([clientId, token.sub]);
         signIn(setup.state, clientId, 'servicePrincipal');
       },
     });
@@ -1354,6 +1373,46 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     });
     expect(() => run('push', setup, '915')).toThrow(
       `AADSTS700213: No matching federated identity record found for presented assertion subject 'repo:octo-org@123/octo-repo@456:ref:refs/heads/main'.`,
+    );
+  });
+
+  /** What the claims step printed in `job`, after its sign-in failed. */
+  const claimsPrinted = (failure: StepFailed, job: string, identity: string) =>
+    failure.record.output[`${job}: the sign-in refused, the job's token claims beside the ${identity} identity's subjects`] ?? '(the step did not run)';
+
+  test("a sign-in Entra refuses shows, in the job, the token's sub, job_workflow_ref, ref and environment beside the subjects the identity expects, and what differs; never the token", () => {
+    const setup = workspace();
+    // Were GitHub to name the calling workflow (deploy.yml) in a reusable workflow's job_workflow_ref, never seen in a live token.
+    const failure = refusal(() => run('push', setup, '919', undefined, { jobWorkflowFile: (_defined, caller) => caller }));
+    expect(failure.step).toBe("deploy-dev > deploy: sign in as the environment's deploying identity");
+    expect(failure.stderr).toContain('AADSTS700213: No matching federated identity record found');
+    const printed = claimsPrinted(failure, 'deploy-dev > deploy', 'deploying');
+    const ref = (file: string) => `octo-org/octo-repo/.github/workflows/${file}@refs/heads/main`;
+    expect(printed).toContain("The Azure sign-in as id-drawreq-dev-deploy failed. What this job's OIDC token says");
+    for (const line of [
+      `  sub               repo:octo-org@123/octo-repo@456:environment:dev:ref:refs/heads/main:job_workflow_ref:${ref('deploy.yml')}`,
+      `  job_workflow_ref  ${ref('deploy.yml')}`,
+      '  ref               refs/heads/main',
+      '  environment       dev',
+      `  sub               repo:octo-org/octo-repo:environment:dev:ref:refs/heads/main:job_workflow_ref:${ref('deploy-environment.yml')}`,
+      `  sub               repo:octo-org@123/octo-repo@456:environment:dev:ref:refs/heads/main:job_workflow_ref:${ref('deploy-environment.yml')}`,
+      `Differs: job_workflow_ref is ${ref('deploy.yml')}, not ${ref('deploy-environment.yml')}.`,
+      'az identity federated-credential list --identity-name id-drawreq-dev-deploy --resource-group rg-drawreq-dev -o table',
+    ])
+      expect(printed).toContain(line);
+    expect(printed).not.toMatch(/eyJ[\w-]+\.eyJ/); // no JWT
+    expect(calls(setup.log).filter((c) => c.as === TARGETS.dev.deployClientId)).toEqual([]);
+  });
+
+  test("a subject the bootstrap gives but the identity does not trust (its earlier credentials only): the token's sub is shown as expected, and the credentials to check named", () => {
+    const setup = workspace();
+    const failure = refusal(() => run('push', setup, '920', undefined, { credentials: { dev: earlier('dev'), prod: earlier('prod') } }));
+    expect(failure.step).toBe("what-if (dev): sign in as the environment's what-if identity (read only)");
+    const printed = claimsPrinted(failure, 'what-if (dev)', 'plan');
+    expect(printed).toContain(`  sub               ${subject(REPOSITORY, 'deploy.yml')}   (the token's)`);
+    expect(printed).toContain('  environment       (none)');
+    expect(printed).toContain(
+      "The token's sub is one the bootstrap gives id-drawreq-dev-plan: check that its credentials hold it (the bootstrap re-run, with these ids): az identity federated-credential list --identity-name id-drawreq-dev-plan --resource-group rg-drawreq-dev -o table",
     );
   });
 

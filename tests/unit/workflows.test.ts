@@ -47,6 +47,8 @@ const text = (file: string) => readFileSync(join(DIR, file), 'utf8');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const stopClientScript = () => require(join(ROOT, 'scripts', 'stopClient.cjs')) as { CLIENT_ID: RegExp };
 const workflow = (file: string) => parse(text(file)) as Workflow;
+/** A job's steps but those that run only after a failure (`if: failure() …`). */
+const unlessFailed = (steps: Step[] | undefined): Step[] => (steps ?? []).filter((s) => !(s.if ?? '').startsWith('failure()'));
 const allSteps = () => FILES.flatMap((f) => Object.values(workflow(f).jobs).flatMap((j) => (j.steps ?? []).map((s) => ({ file: f, step: s }))));
 
 test("the pipeline is two files, deploy.yml and the environment deployment it calls, and on-call's stop-client.yml", () => {
@@ -112,6 +114,24 @@ test("each sign-in is a job of main's run of its file, which is what its identit
   expect(Object.keys(workflow('deploy-environment.yml').on)).toEqual(['workflow_call']);
 });
 
+test("a refused sign-in explains itself: each signing-in job ends, on its sign-in's failure only, with the token's claims beside its identity's subjects", () => {
+  const jobs = FILES.flatMap((file) => Object.entries(workflow(file).jobs).map(([name, job]) => ({ file, name, job })));
+  const signingIn = jobs.filter(({ job }) => (job.steps ?? []).some((s) => s.uses?.startsWith('azure/login@')));
+  expect(signingIn.map(({ file, name }) => `${file} ${name}`)).toEqual(['deploy-environment.yml deploy', 'deploy.yml what-if', 'stop-client.yml stop']);
+  for (const { file, job } of signingIn) {
+    const steps = (job.steps ?? []) as Array<Step & { id?: string }>;
+    const logins = steps.filter((s) => s.uses?.startsWith('azure/login@'));
+    const identity = /outputs\.(deploy|plan|stop)ClientId/.exec(String(logins[0].with?.['client-id']))?.[1];
+    const last = steps.at(-1) as Step;
+    expect({ file, ids: logins.every((s) => s.id !== undefined) }).toEqual({ file, ids: true });
+    // Only after a failure, and only when a sign-in is what failed.
+    expect(last.if).toMatch(/^failure\(\) && /);
+    for (const login of logins) expect(last.if).toContain(`steps.${login.id}.outcome == 'failure'`);
+    expect(last.run).toContain(`scripts/githubSettings.cjs claims "$ENVIRONMENT" ${identity}`);
+    expect(unlessFailed(steps)).toEqual(steps.slice(0, -1));
+  }
+});
+
 test('least privilege: read-only by default; an OIDC token only for the jobs that sign in to Azure', () => {
   for (const file of FILES) expect(workflow(file).permissions).toEqual({ contents: 'read' });
   for (const file of FILES) {
@@ -145,7 +165,7 @@ describe('the order of a release', () => {
     expect(jobs['what-if'].strategy?.matrix?.environment).toEqual(['dev', 'prod']);
     const login = (jobs['what-if'].steps ?? []).find((s) => s.uses?.startsWith('azure/login@'));
     expect(login?.with?.['client-id']).toBe('${{ steps.target.outputs.planClientId }}');
-    expect((jobs['what-if'].steps ?? []).at(-1)?.run).toBe('bash scripts/deploy.sh "$ENVIRONMENT" --what-if --plan');
+    expect(unlessFailed(jobs['what-if'].steps).at(-1)?.run).toBe('bash scripts/deploy.sh "$ENVIRONMENT" --what-if --plan');
     for (const name of ['deploy-dev', 'deploy-prod']) expect(jobs[name].if).toBe("github.event_name == 'push'");
   });
 
@@ -173,7 +193,7 @@ describe('the order of a release', () => {
     const assemble = steps.findIndex((s) => s.run?.includes('release/build.json'));
     for (const step of [steps[assemble], steps[upload]]) expect(step.if).toBe("github.event_name == 'push'");
     // The artifact carries every script its deployment runs, the smoke check's included.
-    expect(steps[assemble].run).toContain('cp scripts/deploy.sh scripts/target.sh scripts/smokeCheck.cjs release/scripts/');
+    expect(steps[assemble].run).toContain('cp scripts/deploy.sh scripts/target.sh scripts/smokeCheck.cjs scripts/githubSettings.cjs release/scripts/');
   });
 
   test('before anything is downloaded, a job without the environment proves the run a release, with the checker of this commit', () => {
@@ -222,7 +242,7 @@ describe('the order of a release', () => {
     const steps = job.steps ?? [];
     expect(steps[0].uses).toMatch(/^actions\/download-artifact@/);
     expect(steps[0].with).toMatchObject({ name: 'draw-request-service', 'run-id': '${{ inputs.run_id }}' });
-    expect(steps.filter((s) => s.run !== undefined).map((s) => s.run)).toEqual([
+    expect(unlessFailed(steps).flatMap((s) => (s.run === undefined ? [] : [s.run]))).toEqual([
       'bash release/scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --infra-only --yes',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --code-only --package release/draw-request-service.zip',
@@ -301,7 +321,7 @@ describe("on-call's emergency stop (stop-client.yml)", () => {
     expect(job['runs-on']).toBe('${{ fromJSON(needs.target.outputs.runs-on) }}');
     expect(job.environment).toBe('${{ inputs.environment }}-stop');
     expect(job.permissions).toEqual({ contents: 'read', 'id-token': 'write' });
-    const runs = (job.steps ?? []).filter((s) => s.run !== undefined);
+    const runs = unlessFailed(job.steps).filter((s) => s.run !== undefined);
     expect(runs.map((s) => s.run)).toEqual([
       'npm ci --omit=dev --ignore-scripts --no-audit --no-fund',
       'bash scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
