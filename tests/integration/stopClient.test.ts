@@ -7,6 +7,7 @@
  * already stopped is told by storage's answer, 409 and its code EntityAlreadyExists, never by its text.
  */
 import { execFile } from 'node:child_process';
+import type { ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -126,17 +127,31 @@ test('a client already stopped: the same single POST, answered 409 EntityAlready
   expect(await stopRow(CLIENT)).toEqual(first);
 });
 
-test("storage's code decides, not its text: a 409 EntityAlreadyExists in other words is still already stopped; another 409 is not", async () => {
-  const answer409 = (code: string, message: string) => (req: { method?: string }, res: import('node:http').ServerResponse) => {
+/** The insert answered by the proxy instead of Azurite (a fault Azurite cannot produce on demand). */
+function answerInsert(answer: (res: ServerResponse) => void): void {
+  proxy.intercept = (req, res) => {
     if (req.method !== 'POST') return false;
-    res.writeHead(409, { 'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8', 'x-ms-error-code': code });
-    res.end(storageErrorBody(code, message));
+    answer(res);
     return true;
   };
-  proxy.intercept = answer409('EntityAlreadyExists', 'Die Entität ist schon da.');
+}
+/** The insert refused with this status, storage's error code and message. */
+const refuseInsert = (status: number, code: string, message: string) =>
+  answerInsert((res) => {
+    res.writeHead(status, { 'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8', 'x-ms-error-code': code });
+    res.end(storageErrorBody(code, message));
+  });
+/** Another client of a partner, with its Partners row. */
+async function anotherClient(clientId: string, partnerId: string): Promise<string> {
+  await table('Partners').createEntity({ partitionKey: clientId, rowKey: '', PartnerId: partnerId });
+  return clientId;
+}
+
+test("storage's code decides, not its text: a 409 EntityAlreadyExists in other words is still already stopped; another 409 is not", async () => {
+  refuseInsert(409, 'EntityAlreadyExists', 'Die Entität ist schon da.');
   const already = await stopClient(CLIENT);
   expect([already.status, already.stdout]).toEqual([0, expect.stringContaining('already stopped: client')]);
-  proxy.intercept = answer409('TableBeingDeleted', 'The specified entity already exists.');
+  refuseInsert(409, 'TableBeingDeleted', 'The specified entity already exists.');
   const other = await stopClient(CLIENT);
   expect(other.status).toBe(1);
   expect(other.stderr).toContain('409 TableBeingDeleted');
@@ -153,14 +168,8 @@ test('a client id that names no partner is refused after the one read; nothing i
 });
 
 test('storage refusing the insert (403 AuthorizationPermissionMismatch: an identity without the stop-list role) names the fix; nothing changed', async () => {
-  const other = '7d0e4a61-7777-4888-9999-aaaabbbbcccc';
-  await table('Partners').createEntity({ partitionKey: other, rowKey: '', PartnerId: 'PARTNER-003' });
-  proxy.intercept = (req, res) => {
-    if (req.method !== 'POST') return false;
-    res.writeHead(403, { 'Content-Type': 'application/json', 'x-ms-error-code': 'AuthorizationPermissionMismatch' });
-    res.end(storageErrorBody('AuthorizationPermissionMismatch', 'This request is not authorized to perform this operation using this permission.'));
-    return true;
-  };
+  const other = await anotherClient('7d0e4a61-7777-4888-9999-aaaabbbbcccc', 'PARTNER-003');
+  refuseInsert(403, 'AuthorizationPermissionMismatch', 'This request is not authorized to perform this operation using this permission.');
   const result = await stopClient(other);
   expect(result.status).toBe(1);
   expect(result.stderr).toContain('403 AuthorizationPermissionMismatch');
@@ -170,13 +179,8 @@ test('storage refusing the insert (403 AuthorizationPermissionMismatch: an ident
 });
 
 test('no answer to the insert (the connection lost each time): the outcome is said to be unknown, and to run the stop again', async () => {
-  const other = '5c2a9e10-dddd-4eee-8fff-000011112222';
-  await table('Partners').createEntity({ partitionKey: other, rowKey: '', PartnerId: 'PARTNER-004' });
-  proxy.intercept = (req, res) => {
-    if (req.method !== 'POST') return false;
-    res.socket?.destroy();
-    return true;
-  };
+  const other = await anotherClient('5c2a9e10-dddd-4eee-8fff-000011112222', 'PARTNER-004');
+  answerInsert((res) => res.socket?.destroy());
   const result = await stopClient(other);
   expect(result.status).toBe(1);
   expect(result.stderr).toContain(`whether client ${other} was stopped is not known: run the stop again (a client already stopped is reported so)`);

@@ -16,18 +16,18 @@ interface Layout {
 }
 const FLOOR = (JSON.parse(readFileSync(join(ROOT, 'infra', 'rollbackFloor.json'), 'utf8')) as { layouts: Layout[] }).layouts;
 
-/** Where the code first reads each layout the floor names: a file and a text that appears in it from that commit on. */
-const READ_BY: Record<string, { readonly file: string; readonly text: string }> = {
-  StoppedClients: { file: 'lib/config.ts', text: 'STOPPED_CLIENTS_TABLE' }, // the stop list's setting: the service reads it
-  IdempotencyKeys: { file: 'lib/store.ts', text: "'Refused'" }, // a batch's refusal recorded under its key, and read back
+/** How the service's code (lib/) shows it reads each layout the floor names: a text that appears there from that commit on. */
+const READ_BY: Record<string, string> = {
+  StoppedClients: 'STOPPED_CLIENTS_TABLE', // the stop list's setting: the service reads the list
+  IdempotencyKeys: "'Refused'", // a batch's refusal recorded under its key, and read back
 };
 
 function git(...args: string[]): { status: number | null; stdout: string } {
   const result = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
   return { status: result.status, stdout: result.stdout };
 }
-/** Whether the code at `commit` reads the layout (its file holds the text). */
-const readsAt = (commit: string, table: string) => git('show', `${commit}:${READ_BY[table].file}`).stdout.includes(READ_BY[table].text);
+/** Whether the code at `commit` reads the layout (a file of its lib/ holds the text). */
+const readsAt = (commit: string, table: string) => git('grep', '--quiet', '--fixed-strings', READ_BY[table], commit, '--', 'lib/').status === 0;
 /** Whether `commit` is the first to read the layout: it does, and none of its parents does. */
 function firstToRead(commit: string, table: string): boolean {
   const parents = git('rev-list', '--parents', '-n', '1', commit).stdout.trim().split(' ').slice(1);
