@@ -968,7 +968,7 @@ describe('alerts that page on-call', () => {
     expect(criterion.timeAggregation).toBe('Total');
     const workbook = readFileSync(join(INFRA, 'workbook.json'), 'utf8');
     expect(workbook).toContain(`reason == \\"${COMMIT_OUTCOME_UNKNOWN}\\"`);
-    expect(readFileSync(join(ROOT, 'docs', 'runbook.md'), 'utf8')).toContain('**Commit outcome unknown**');
+    expect(readFileSync(join(ROOT, 'docs', 'runbook.md'), 'utf8')).toContain('\n### commit-outcome-unknown\n');
   });
 
   test('availability: a standard web test POSTs to /DrawRequest without a token and expects 401, with a metric alert on it', () => {
