@@ -1264,7 +1264,7 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
 
   test('the sections the scripts and workflows send a person to are its headings, and the refusals it quotes are theirs', () => {
     const text = deployMd();
-    const headings = [...text.matchAll(/^#{2,3} (?:\d+\. )?(.+)$/gm)].map((m) => m[1]);
+    const headings = [...text.matchAll(/^#{2,3} (?:\d+(?:\.\d+)*\.? )?(.+)$/gm)].map((m) => m[1]);
     const files = [
       'scripts/deploy.sh',
       'scripts/target.sh',
@@ -1297,7 +1297,7 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
     const outputs = [...text.matchAll(/deployment's (?:output|`partnerRows` output) `?(\w+)`?|output `(\w+)`/g)].map((m) => m[1] ?? m[2]);
     expect(outputs.filter((o) => !mainFile().outputs.has(o))).toEqual([]);
     const parameterRows = text
-      .slice(text.indexOf('## Parameters'))
+      .slice(/^## (?:\d+\. )?Parameters$/m.exec(text)?.index ?? -1)
       .split('\n')
       .filter((l) => l.startsWith('| `'))
       .flatMap((l) => [...l.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));

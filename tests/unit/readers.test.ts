@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { DEFAULT_PROVIDER_TIMINGS } from '../../lib/auth';
 import { DEFAULT_TIMEOUTS } from '../../lib/store';
 import { DEFAULTS as EXAMPLE_DEFAULTS } from '../../examples/submit-draws';
+import { measure } from '../../scripts/documentMetrics';
 
 const ROOT = join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -57,6 +58,16 @@ describe('README.md: the first page anyone reads', () => {
   test('holds no tables of settings or error codes: those live once, in the contract and the partners’ guide', () => {
     expect(readme).not.toMatch(/^\| Setting \|/m);
     expect(readme).not.toMatch(/^\| code \| error \|/m);
+  });
+});
+
+describe("each reader's document is short (issue 49; scripts/documentMetrics.ts counts them)", () => {
+  test.each([
+    ['docs/partners.md', 300],
+    ['docs/runbook.md', 300],
+    ['docs/deploy.md', 600],
+  ])('%s holds fewer than %i lines', (file, limit) => {
+    expect(measure(file, read(file)).lines).toBeLessThan(limit);
   });
 });
 
