@@ -13,7 +13,7 @@
  *  - the configured size is billed, not the memory used.
  * Prices: USD, East US, pay-as-you-go list prices. The on-demand rates are the ones Microsoft's own
  * worked example uses; the always-ready rates are from the pricing page as quoted by several sources
- * (docs/decisions.md says how sure each is). The monthly free grant (100,000 GB-s and 250,000
+ * (docs/decisions/0116-the-cost-model-follows-microsofts-billing-rules.md says how sure each is). The monthly free grant (100,000 GB-s and 250,000
  * executions, on demand only) is left out of the per-million figures and counted in the monthly ones.
  */
 export const PRICES = {

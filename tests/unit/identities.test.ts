@@ -40,7 +40,7 @@ const CUSTOM_ROLES: Record<string, string> = {
 };
 /** The table of docs/deploy.md, "Identities", by the identity's short name (its first word). */
 function identityRows(text = DEPLOY_MD): Record<string, { mayDo: string; needs: string; obtainedBy: string }> {
-  const section = text.slice(text.indexOf('\n## Identities\n'));
+  const section = text.slice(/\n## (?:\d+\. )?Identities\n/.exec(text)?.index ?? -1);
   const rows = tableRows(section, /^\| Identity \| May do \| What its job needs \| Who can obtain it \|$/);
   return Object.fromEntries(rows.map(([identity, mayDo, needs, obtainedBy]) => [identity.split(/[ ']/)[0], { mayDo, needs, obtainedBy }]));
 }
