@@ -30,8 +30,8 @@ const SETTINGS = {
 
 /**
  * The budget for the package with telemetry on, in the real worker. RSS after init above the empty
- * worker's in the same run is reported, with a regression guard on production's Node 22 (docs/decisions.md,
- * 2026-11-28: RSS retired as a bound, a guard against regressions kept).
+ * worker's in the same run is reported, with a regression guard on production's Node 22 (docs/decisions/0117-bounds-on-what-the-package-adds-are-differences-in-one-run.md:
+ * RSS retired as a bound, a guard against regressions kept).
  */
 export const COLD_START_TARGETS = { initMs: 250, rssGuardAboveEmptyMiB: 20, zipMiB: 5 } as const;
 

@@ -50,8 +50,8 @@ export const INSTANCE_SIZES = [
 export type MemoryMB = (typeof INSTANCE_SIZES)[number]['memoryMB'];
 
 /**
- * The team's bounds for Node 22 with telemetry on, at one core (docs/decisions.md, "Bounds on what the
- * package adds", decided 2026-11-28 on issue #32's measurements):
+ * The team's bounds for Node 22 with telemetry on, at one core (docs/decisions/0117-bounds-on-what-the-package-adds-are-differences-in-one-run.md,
+ * decided on issue #32's measurements):
  * - what telemetry adds to the worker's CPU per batch of 100 (the package with it on minus off, same
  *   run), at prod's concurrency, at most a third of what it added to the package before #32; at
  *   concurrency 1 it is reported, not bounded;
@@ -539,7 +539,7 @@ export async function measureSizes(only: readonly number[] = INSTANCE_SIZES.map(
               forget();
               // Round-robin, the first round not counted: each worker's segment comes after the same pause
               // (the other workers' segments). In ABBA orders, whichever worker had waited longer paid up to
-              // a third more CPU for its segment (bench/workerFloor.ts found it; docs/decisions.md).
+              // a third more CPU for its segment (bench/workerFloor.ts found it; docs/decisions/0113-how-the-benchmark-measures.md).
               type Side = 'before' | 'after' | 'beforeOff' | 'afterOff';
               const workers: Partial<Record<Side, WorkerHost>> = { before: beforeHost, after, beforeOff: offHosts?.before, afterOff: offHosts?.after };
               const sides = (Object.keys(workers) as Side[]).filter((side) => workers[side] !== undefined);
@@ -788,7 +788,7 @@ function telemetrySection(r: SizeResult): string[] {
   ];
 }
 
-/** The cost model of docs/decisions.md, from this run's figures (bench/costModel.ts has the rules and prices). */
+/** The cost model of docs/decisions/0116-the-cost-model-follows-microsofts-billing-rules.md, from this run's figures (bench/costModel.ts has the rules and prices). */
 export function costSection(
   results: readonly SizeResult[],
   prod: { memoryMB: number; concurrency: number } = recommended('prod'),

@@ -86,7 +86,7 @@ export function unauthorized(requestId: string, tokenSent: boolean): HttpRespons
  * `Retry-After` (seconds) on a 502 that says nothing was submitted (docs/contract.md §2.5): the usual
  * cause under load is a throttled day partition (503 ServerBusy), whose budget is per second; 2 s is
  * the first step of the backoff Microsoft's Table storage checklist gives for ServerBusy, and lets a
- * second's budget refill after the work in flight (docs/decisions.md, "The day partition under load").
+ * second's budget refill after the work in flight (docs/decisions/0050-the-day-partition-is-the-ceiling-beyond-it-the-nothing.md).
  */
 export const RETRY_AFTER_SECONDS = 2;
 
@@ -100,9 +100,9 @@ export function dependencyFailed(requestId: string, outcomeUnknown = false): Htt
 }
 
 /**
- * 502 for a keyed batch whose earlier attempt may still land (its key in its grace, docs/contract.md §9): the
- * outcome-unknown detail, and `Retry-After` the seconds until the outcome is final. Only a keyed request gets
- * it, so a client that resends by itself after `Retry-After` resends under the same key, which is safe.
+ * 502 for a keyed batch whose earlier attempt may still land (docs/contract.md §9): the outcome-unknown detail,
+ * and `Retry-After` the seconds until it is worth asking again. Only a keyed request gets it, so a client that
+ * resends by itself after `Retry-After` resends under the same key, which is safe.
  */
 export function outcomePending(requestId: string, retryAfterSeconds: number): HttpResponseInit {
   return problem(502, requestId, OUTCOME_UNKNOWN_DETAIL, {}, { 'Retry-After': String(retryAfterSeconds) });

@@ -1033,7 +1033,7 @@ describe('scripts/deploy.sh by hand', () => {
     expect(refused.stderr).toContain('infra/env/prod.parameters.json still has placeholders; fill them in (docs/deploy.md) and commit:');
     const named = [...refused.stderr.matchAll(/^\d+:\s+"(\w+)"/gm)].map((m) => m[1]);
     expect(named.sort()).toEqual(['escalationContact', 'githubBusinessId', 'onCallActionGroupId', 'onCallGroupObjectId', 'platformActionGroupId']);
-    const checklist = /^## What a person does\n([^]*?)^## /m.exec(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'))?.[1] ?? '';
+    const checklist = /^## (?:\d+\. )?What a person does\n([^]*?)^## /m.exec(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'))?.[1] ?? '';
     for (const name of named) expect({ name, inChecklist: checklist.includes(`\`${name}\``) }).toEqual({ name, inChecklist: true });
     expect(() => calls(setup.log)).toThrow(); // no Azure call was made
   });
