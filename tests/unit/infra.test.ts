@@ -1270,7 +1270,7 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
       'scripts/target.sh',
       'scripts/smokeCheck.cjs',
       'scripts/githubSettings.cjs',
-      'scripts/stopClient.sh',
+      'scripts/stopClient.cjs',
       'infra/modules/pipelineIdentities.bicep',
       '.github/workflows/deploy.yml',
       '.github/workflows/deploy-environment.yml',
