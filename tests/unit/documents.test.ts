@@ -361,3 +361,10 @@ describe("bench/results.md's figures are not copied into other documents", () =>
     expect(copied).toEqual([]);
   });
 });
+
+test("deploy.md's migration first stops any other remover of key rows (issue 46): nothing may remove them", () => {
+  const migration = /^## \d+\. Migration of an existing environment\n([^]*?)(?=^## |(?![^]))/m.exec(read('docs/deploy.md'))?.[1] ?? '';
+  const beforeSteps = migration.split(/^1\. /m)[0];
+  expect(beforeSteps).toMatch(/stop any other remover of `IdempotencyKeys` rows/);
+  expect(beforeSteps).toContain('decisions/0180-nothing-removes-key-rows.md');
+});
