@@ -264,7 +264,7 @@ export const SCOPES: readonly NamedScope[] = [
     offsets: APART,
     attempts: three('X', 'X', 'Y'),
     loanWrite: { loan: 'L1', to: LOW },
-    faults: 'commit',
+    faults: 'none',
   },
 
   // Across the 48 hours draw rows are surely kept (issue #46's first finding among them).
@@ -312,6 +312,6 @@ export const SCOPES: readonly NamedScope[] = [
     offsets: APART,
     attempts: three('X', 'X', 'Y'),
     loanWrite: { loan: 'L1', to: FULL },
-    faults: 'commit',
+    faults: 'none',
   },
 ];
