@@ -18,7 +18,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HttpResponseInit } from '@azure/functions';
@@ -1803,11 +1803,32 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
   const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
   /** A call as `who: method /account/table` (the Table service's) or `who: az command` (the Azure CLI's). */
   const described = (c: Call) => `${c.as}: ${c.args[0] === 'tables' ? c.args.slice(1).join(' ') : verb(c)}`;
+  /**
+   * A workspace after main's push deployed both environments. The push (about 30 s of jobs) runs once; each
+   * test gets a copy of its folder, the copy's own paths written where the original's stood.
+   */
+  let pushed: { dir: string; setup: Setup; appConfig: string } | undefined;
   const deployed = (): Setup => {
-    const setup = workspace();
-    run('push', setup, '969');
-    rmSync(setup.log);
-    return setup;
+    if (pushed === undefined) {
+      const setup = workspace();
+      run('push', setup, '969');
+      rmSync(setup.log);
+      pushed = { dir, setup, appConfig: readFileSync(appConfig, 'utf8') };
+    }
+    const from = pushed.dir;
+    const copy = mkdtempSync(join(tmpdir(), 'pipeline-'));
+    cpSync(from, copy, { recursive: true });
+    const moved = (text: string) => text.split(from).join(copy);
+    for (const entry of readdirSync(copy, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const file = join(entry.parentPath, entry.name);
+      const bytes = readFileSync(file);
+      if (bytes.includes(from)) writeFileSync(file, moved(bytes.toString('utf8')));
+    }
+    dir = copy;
+    writeFileSync(appConfig, moved(pushed.appConfig));
+    rmSync(appLog, { force: true });
+    return Object.fromEntries(Object.entries(pushed.setup).map(([k, v]) => [k, moved(v)])) as unknown as Setup;
   };
   const PROD_CLIENT = PARTNERS.prod[0].clientAppId;
 
