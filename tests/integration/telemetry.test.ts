@@ -334,6 +334,12 @@ test('the host records requests: this service sends no request telemetry of its 
   expect(ofType(ingestion.envelopes, 'RequestData')).toHaveLength(0);
 });
 
+test('nothing nobody reads: no metric (the standard metrics Application Insights computes from the records, the resource metric), no marker of metrics counted', () => {
+  expect(ofType(ingestion.envelopes, 'MetricData').map((m) => JSON.stringify(m.data.baseData).slice(0, 80))).toEqual([]);
+  expect(ingestion.envelopes.filter((e) => JSON.stringify(e).includes('_MS.ProcessedByMetricExtractors'))).toEqual([]);
+  expect(ofType(ingestion.envelopes, 'RemoteDependencyData').length).toBeGreaterThan(3);
+});
+
 test('no token, secret, connection string, requestor or request body is sent', () => {
   const everything = ingestion.rawBodies.join('\n');
   expect(everything.length).toBeGreaterThan(1000);
