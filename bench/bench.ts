@@ -11,14 +11,13 @@
  *   time for the floor (`process.cpuUsage`); Azurite's CPU counts for neither.
  * - **A CPU profile** (`--cpu-prof`) of a dev host per batch size (each on tables of its own): self
  *   time by owner (package, Node, this code) and the top functions.
- * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
  * - **Worst-case requests** (tests/support/hostileBodies.ts): each one at a time through a dev host,
  *   latency and CPU against an ordinary single draw's.
- * - **The floor in the real worker** (bench/workerFloor.ts): the package and the floor as a function app,
- *   each loaded by the Functions worker, CPU per single draw interleaved, and a profile of where the
- *   package's CPU goes beyond the floor's.
+ * - **The package in the real worker** (bench/workerFloor.ts): its own CPU against the floor's as a
+ *   function app, what telemetry adds on Node 22 and Node 24, and where a single draw's CPU goes.
  * - **Instance sizes** (bench/sizes.ts): the package in the real worker under each Flex Consumption
- *   size's CPU quota, cold and under load, and what each size costs (bench/costModel.ts).
+ *   size's CPU quota, start-up and load, what each size costs (bench/costModel.ts), and what one call
+ *   sends to Application Insights.
  * - **The day partition under load** (bench/dayPartition.ts): storage throttled as Table Storage
  *   throttles a partition, the sustained rate, what partners see beyond it, storage checked after.
  *
@@ -36,22 +35,19 @@ import { cpuMs, spawnDevHost, type DevHostProcess } from '../tests/support/devHo
 import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from '../tests/support/hostileBodies';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { connectionStringVia, startFaultProxy } from '../tests/support/storageProxies';
-import { coldStartSection, measureColdStart, type ColdStart } from './coldStart';
 import { LIMITS } from '../lib/limits';
 import { LoanPool } from './loanPool';
 import { PINNING, median, percentile, pin } from './stats';
-import { measureSizes, sizesSection, telemetryTargetLines, type Sizes } from './sizes';
+import { measureSizes, sizeTargetLines, sizesSection, type Sizes } from './sizes';
 import { measureDayPartition } from './dayPartition';
 import { benchToken } from './benchToken';
 import { FLOOR_CLIENT, FLOOR_PARTNER, floorBatch, floorClients } from './floor';
-import { measureWorkerFloor, workerFloorSection, workerFloorTargetLines, type WorkerFloor } from './workerFloor';
+import { measureWorkerFloor, workerFloorSection, workerTargetLines, type WorkerFloor } from './workerFloor';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
 const SIZES_RESULTS = join(ROOT, 'bench', 'sizes.json');
 const WORKER_FLOOR_RESULTS = join(ROOT, 'bench', 'workerFloor.json');
-/** Issue #42's target on the dev host: service CPU per single-draw request over the floor's. */
-const DEV_HOST_FLOOR_TARGET = 1.25;
 const PROFILES = join(ROOT, 'bench', 'profiles');
 const AUDIENCE = 'api://draw-request-bench';
 const CLIENT = FLOOR_CLIENT;
@@ -65,8 +61,6 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const DRAWS_PER_SEGMENT = Number(process.env.BENCH_DRAWS ?? 1000);
 const requestsFor = (size: number) => Math.max(CONCURRENCY, Number(process.env[`BENCH_REQUESTS_${size}`] ?? Math.ceil(DRAWS_PER_SEGMENT / size)));
-/** Fresh processes per entry module for the cold-start comparison. */
-const COLD_START_RUNS = 7;
 /** BENCH_SIZES=1,100 runs only those batch sizes (to profile one of them, say). */
 const SIZES = (process.env.BENCH_SIZES ?? '1,10,100').split(',').map(Number);
 const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100]
@@ -427,45 +421,25 @@ function profileSection(size: number, profile: ProfileSummary): string[] {
   ];
 }
 
-/** The issue's targets, each against this run's numbers. */
+/** The targets, each against this run's numbers (the dev host's here, the worker's from their sections). */
 function targetLines(
-  rows: readonly { size: number; service: Run; floor: Run; cpuRatio: number; cpuRatios: readonly number[] }[],
+  rows: readonly { size: number; service: Run; floor: Run }[],
   calls: ReadonlyMap<number, { cold: number; warm: number; transactions: number }>,
-  coldStart: ColdStart,
   sizes: Sizes,
   workerFloor: WorkerFloor,
 ): string[] {
   const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
-  const lines = ['| target | this run | |', '|---|---|---|'];
   const rounds = [...calls].every(([size, c]) => c.warm === 2 * size + 1 && c.transactions === 1);
-  lines.push(
+  const lines = [
+    '| target | this run | |',
+    '|---|---|---|',
     `| 2 sequential storage rounds whatever the batch size; no partner read when cached | ${[...calls].map(([size, c]) => `batch ${size}: ${c.warm} calls, ${c.transactions} transaction`).join('; ')} | ${verdict(rounds)} |`,
-  );
-  for (const size of [1, 100]) {
-    const row = rows.find((r) => r.size === size);
-    if (row !== undefined)
-      lines.push(
-        `| p50 at batch ${size} ≤ 1.3× the floor | ${f2(row.service.latency.p50 / row.floor.latency.p50)}× | ${verdict(row.service.latency.p50 / row.floor.latency.p50 <= 1.3)} |`,
-      );
+  ];
+  for (const { size, service, floor } of rows.filter((r) => r.size === 1 || r.size === 100)) {
+    const ratio = service.latency.p50 / floor.latency.p50;
+    lines.push(`| p50 at batch ${size} ≤ 1.3× the floor (dev host) | ${f2(ratio)}× | ${verdict(ratio <= 1.3)} |`);
   }
-  const single = rows.find((r) => r.size === 1);
-  if (single !== undefined) {
-    const byRound = single.cpuRatios;
-    lines.push(
-      `| service CPU per single-draw request ≤ ${DEV_HOST_FLOOR_TARGET}× the floor's (dev host, telemetry off) | ${f2(single.cpuRatio)}× (median of ${ROUNDS} rounds; rounds ${f2(Math.min(...byRound))}–${f2(Math.max(...byRound))}) | ${verdict(single.cpuRatio <= DEV_HOST_FLOOR_TARGET)} |`,
-    );
-  }
-  lines.push(...workerFloorTargetLines(workerFloor));
-  // What loading the app adds to the worker's own init (the empty app's), package against tsc output,
-  // on this machine's Node, telemetry off: the load-time target, measured where Azure loads it.
-  const init = (app: string) => coldStart.rows.find((r) => r.app === app && !r.telemetry && r.node === `Node ${process.versions.node}`)?.initMs ?? NaN;
-  const ratio = (init('package') - init('empty app')) / (init('tsc output') - init('empty app'));
-  lines.push(
-    `| loading the package adds ≤ 40 % of what loading the \`tsc\` output adds to the worker's init (telemetry off) | ${f1(init('package') - init('empty app'))} ms vs ${f1(init('tsc output') - init('empty app'))} ms (${(ratio * 100).toFixed(0)} %) | ${verdict(ratio <= 0.4)} |`,
-  );
-  // Issue #32 and the 2026-11-26 decision: telemetry sent per call, worker CPU against the package before #32, init and RSS (bench/sizes.ts).
-  lines.push(...telemetryTargetLines(sizes.results));
-  return lines;
+  return [...lines, ...workerTargetLines(workerFloor), ...sizeTargetLines(sizes)];
 }
 
 async function main(): Promise<void> {
@@ -566,20 +540,17 @@ async function main(): Promise<void> {
     const worst = await serviceSide('Worst', WORST_CASE_WARMUP + WORST_CASE_REQUESTS);
     const worstRows = await worstCases(worst.env, token, await tokenFor('bench-not-a-partner'), worst.pool);
 
-    pin(process.pid, 'all'); // the cold-start processes below inherit this process's cores
-
-    process.stdout.write('cold start in the real worker:\n');
-    const coldStart = await measureColdStart(COLD_START_RUNS);
+    pin(process.pid, 'all'); // the workers below inherit this process's cores
 
     // Each starts its own Azurite: stop this one first, so the machine's cores are theirs.
     await azurite.stop(true);
     azurite = undefined;
     process.stdout.write('instance sizes in the real worker:\n');
     const sizes = await measureSizes();
-    writeFileSync(SIZES_RESULTS, JSON.stringify(sizes, null, 1)); // `SIZES_FROM=bench/sizes.json` renders it again
+    writeFileSync(SIZES_RESULTS, JSON.stringify(sizes)); // `SIZES_FROM=bench/sizes.json` renders it again
     process.stdout.write('the service against the floor in the real worker:\n');
     const workerFloor = await measureWorkerFloor();
-    writeFileSync(WORKER_FLOOR_RESULTS, JSON.stringify(workerFloor, null, 1)); // `FLOOR_FROM=bench/workerFloor.json` renders it again
+    writeFileSync(WORKER_FLOOR_RESULTS, JSON.stringify(workerFloor)); // `FLOOR_FROM=bench/workerFloor.json` renders it again
     process.stdout.write('the day partition under load:\n');
     const day = await measureDayPartition();
 
@@ -597,7 +568,7 @@ async function main(): Promise<void> {
       '',
       '## Against the targets',
       '',
-      ...targetLines(rows, calls, coldStart, sizes, workerFloor),
+      ...targetLines(rows, calls, sizes, workerFloor),
       '',
       '## Latency and throughput: service against the floor',
       '',
@@ -635,7 +606,6 @@ async function main(): Promise<void> {
       }),
       '',
       ...workerFloorSection(workerFloor),
-      ...coldStartSection(coldStart),
       ...sizesSection(sizes),
       day.markdown,
       '',
