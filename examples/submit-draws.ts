@@ -464,6 +464,13 @@ export const KEY_REFUSALS: ReadonlySet<string> = new Set([
   'this Idempotency-Key expired before this batch was recorded under it; send the batch with a new key',
 ]);
 
+/**
+ * The request-level 400 for a key taken over 48 hours ago whose batch is not found (docs/contract.md §9):
+ * whether it was recorded can no longer be told, so resending it under a new key could record it twice.
+ */
+export const KEY_OUTCOME_FORGOTTEN =
+  'this Idempotency-Key was taken over 48 hours ago and its batch is not found under it: whether it was recorded can no longer be told; ask the lender before sending it again';
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -872,12 +879,15 @@ export function formatOutcome(result: SubmitResult, batch?: Pick<DrawBatch, 'sou
     );
   } else if (result.outcome === 'rejected') {
     // docs/partners.md §5: what each 400 means for the key, and what to send next.
-    const keyDetail = result.requestErrors.map((e) => e.detail).find((d) => KEY_REFUSALS.has(d));
+    const details = result.requestErrors.map((e) => e.detail);
+    const keyDetail = details.find((d) => KEY_REFUSALS.has(d));
     const advice = result.elements.some((e) => e.status === 'rejected')
       ? 'Fix the rejected rows and send the corrected batch. This batch unchanged, under this Idempotency-Key, is answered this same 400 for 24 hours: to send it unchanged after the lender fixed its data, run again without --idempotency-key (a new key).'
       : keyDetail !== undefined
         ? 'Nothing was recorded under this key. Send the batch again without --idempotency-key (a new run sends a new key).'
-        : 'Fix the request error above and send the batch again.';
+        : details.includes(KEY_OUTCOME_FORGOTTEN)
+          ? 'Do not send this batch again until the lender has told you whether it was recorded.'
+          : 'Fix the request error above and send the batch again.';
     lines.push(`Rejected: ${result.problem?.detail ?? 'the batch was rejected; nothing was recorded.'} ${advice}`);
   } else {
     if (result.problem?.detail) lines.push(`${result.problem.title ?? 'Error'}: ${result.problem.detail}`);

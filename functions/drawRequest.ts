@@ -11,18 +11,18 @@ import type { Config, ConfigError } from '../lib/config';
 import { applyDrawRules } from '../lib/drawRules';
 import { InvocationOutcome } from '../lib/outcome';
 import { PartnerDirectory, type PartnerResult } from '../lib/partners';
-import { IDEMPOTENCY_KEY_HEADER, NO_KEY_STATE, batchHash, readIdempotencyKey, type KeyState } from '../lib/idempotency';
+import { NO_KEY_STATE, batchHash, readIdempotencyKey, type KeyState } from '../lib/idempotency';
 import { KeyedBatches, type HeldFor } from '../lib/keyedBatch';
 import { DETAILS, type ElementError } from '../lib/problem';
 import { readDrawRequests, type DrawRequest } from '../lib/requestBody';
-import { DEFAULT_TIMEOUTS, TableStore, drawDay, type StoreResult, type StoreTimeouts } from '../lib/store';
+import { DEFAULT_TIMEOUTS, TableStore, drawDay, type Store, type StoreResult, type StoreTimeouts } from '../lib/store';
 import { noTelemetry, type Telemetry } from '../lib/telemetry';
 
 export interface DrawRequestDeps {
   readonly config: Config;
   readonly authenticator: Authenticator;
   readonly partners: PartnerDirectory;
-  readonly store: TableStore;
+  readonly store: Store;
   readonly telemetry: Telemetry;
   readonly now: () => Date;
 }
@@ -59,7 +59,6 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
   const keyedBatches = new KeyedBatches(store, now);
 
   async function handle(request: HttpRequest, outcome: InvocationOutcome): Promise<HttpResponseInit> {
-    outcome.sentKey = request.headers.has(IDEMPOTENCY_KEY_HEADER);
     // 1. Authentication: a verified app token, then its client looked up as a partner.
     const token = await outcome.timed('auth', authenticator.verify(request.headers.get('authorization')));
     if (!token.ok) return outcome.refused(token.failure);
@@ -72,6 +71,7 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
 
     // 2. Request shape (the Idempotency-Key header, then the body), answered without touching loans or draws.
     const idempotency = readIdempotencyKey(request.headers);
+    outcome.sentKey = idempotency.key !== undefined; // a malformed key binds nothing: its request's 502 is the plain one
     const body = idempotency.ok ? await readDrawRequests(request, config.maxBatchSize) : ({ ok: false, errors: [idempotency.error] } as const);
     if (!body.ok) {
       const partner = await outcome.timed('auth', caller);
@@ -98,16 +98,18 @@ export function createDrawRequestHandler(deps: DrawRequestDeps): HttpHandler {
     if (!state.ok) return outcome.storageFailed(state.failure);
     if (!keyState.ok) return outcome.storageFailed(keyState.failure);
 
-    const evaluate = (): readonly ElementError[] | undefined => {
-      // One warning per request, however many of its loans lack credit: a batch of 100 is not 100 records.
-      const withoutCredit = [...state.value.loans].filter(([, loan]) => loan.availableCredit === undefined).map(([loanNumber]) => loanNumber);
+    let warned = false;
+    const evaluate = (completing = false): readonly ElementError[] | undefined => {
+      // One warning per request that applies the rules, however many of its loans lack credit and however often it is judged.
+      const withoutCredit = warned ? [] : [...state.value.loans].filter(([, loan]) => loan.availableCredit === undefined).map(([loanNumber]) => loanNumber);
       if (withoutCredit.length > 0) outcome.dataQuality('LoanWithoutCredit', { loanNumbers: withoutCredit.join(',') });
-      const verdict = applyDrawRules(body.requests, state.value.loans, state.value.drawnToday, partner.partnerId);
+      warned = true;
+      const verdict = applyDrawRules(body.requests, state.value.loans, completing ? NONE_DRAWN : state.value.drawnToday, partner.partnerId);
       return verdict.accepted ? undefined : verdict.errors;
     };
     // Unkeyed: the rules decide, for today. Keyed: the key's rows decide first (a batch recorded or refused
-    // under it is answered again; one holding it completes its submission without the rules); a batch free
-    // to take the key is judged by the rules, and takes the key, or marks its refusal, before the answer.
+    // under it is answered again; one holding it completes its submission if the loans still allow it); a batch
+    // free to take the key is judged by the rules, and takes the key, or marks its refusal, before the answer.
     const keyed = hash === undefined ? undefined : { key: idempotency.key as string, hash, partnerId: partner.partnerId };
     let held: HeldFor = { day: today, takenAt: at };
     if (keyed === undefined) {
@@ -175,6 +177,7 @@ export function createMisconfiguredHandler(error: ConfigError, telemetry: Teleme
 }
 
 const NOTHING_HELD: StoreResult<KeyState> = { ok: true, value: NO_KEY_STATE };
+const NONE_DRAWN: ReadonlySet<string> = new Set();
 
 /** An unknown or inactive client is 401; a lookup that could not reach storage is 502. */
 function refusedPartner(outcome: InvocationOutcome, partner: Exclude<PartnerResult, { ok: true }>): HttpResponseInit {

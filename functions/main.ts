@@ -7,15 +7,13 @@
  * When the host stops the worker (WorkerTerminate: scale-in, a new deployment, a restart), the
  * telemetry still buffered is sent before the process exits, within the host's grace period.
  */
-import { app, type HttpHandler, type TimerHandler } from '@azure/functions';
+import { app, type HttpHandler } from '@azure/functions';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { storageIdentity } from '../lib/identityOnFirstUse';
-import { DEFAULT_TIMEOUTS, TableStore } from '../lib/store';
 import { SHUTDOWN_FLUSH_MS, TelemetryStartError, flushWithin, noTelemetry, startTelemetry, type Telemetry } from '../lib/telemetry';
 import { createDependencies, createDrawRequestHandler, createMisconfiguredHandler } from './drawRequest';
-import { KEY_HOUSEKEEPING_SCHEDULE, createHousekeepingHandler } from './keyHousekeeping';
 
-type Started = { handler: HttpHandler; housekeeping: TimerHandler; telemetry: Telemetry };
+type Started = { handler: HttpHandler; telemetry: Telemetry };
 
 /** Telemetry as configured, or the reason it did not start: an instance that would be silent is misconfigured. */
 function startConfigured(settings: Config['telemetry']): Telemetry | ConfigError {
@@ -35,7 +33,7 @@ function misconfigured(error: ConfigError): Started {
   const telemetry = startConfigured(error.telemetry);
   if (telemetry instanceof ConfigError) console.error(`DrawRequest: ${telemetry.message}`);
   const recorder = telemetry instanceof ConfigError ? noTelemetry : telemetry;
-  return { handler: createMisconfiguredHandler(error, recorder), housekeeping: () => Promise.reject(error), telemetry: recorder };
+  return { handler: createMisconfiguredHandler(error, recorder), telemetry: recorder };
 }
 
 function createHandler(): Started {
@@ -51,17 +49,10 @@ function createHandler(): Started {
   if (telemetry instanceof ConfigError) return misconfigured(telemetry);
   // Managed identity only when no connection string is used, loaded when the first storage call asks for a token.
   const credential = config.tables.endpoint !== undefined ? storageIdentity() : undefined;
-  // Housekeeping's storage calls are not recorded one by one (an hourly run removes a row per keyed batch
-  // of two days before): its run's line in the log says what it did (functions/keyHousekeeping.ts).
-  const housekeepingStore = new TableStore(config.tables, DEFAULT_TIMEOUTS, credential);
-  return {
-    handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })),
-    housekeeping: createHousekeepingHandler(housekeepingStore, () => new Date()),
-    telemetry,
-  };
+  return { handler: createDrawRequestHandler(createDependencies(config, { credential, telemetry })), telemetry };
 }
 
-const { handler, housekeeping, telemetry } = createHandler();
+const { handler, telemetry } = createHandler();
 
 app.http('DrawRequest', {
   route: 'DrawRequest',
@@ -69,9 +60,6 @@ app.http('DrawRequest', {
   authLevel: 'anonymous', // the bearer token is the only gate
   handler,
 });
-
-// Hourly, at a minute of its own: removes the IdempotencyKeys rows past the key's memory (lib/housekeeping.ts).
-app.timer('KeyHousekeeping', { schedule: KEY_HOUSEKEEPING_SCHEDULE, handler: housekeeping });
 
 // The worker runs this on WorkerTerminate and then exits: without it, what the exporter has buffered
 // since its last export (it sends on a timer) would be lost. Bounded: the host kills the worker after

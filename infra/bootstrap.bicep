@@ -196,13 +196,13 @@ resource recordsRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
 }
 
 // What the app's identity may do to the Idempotency-Key rows (main.bicep assigns it on IdempotencyKeys):
-// read, insert, replace a row taken over (Update Entity, matching its ETag), and remove a row its hourly
-// housekeeping judged old (Delete Entity, matching its ETag; docs/contract.md §4.1); never a table.
+// read, insert, and replace a row it read (Update Entity, matching its ETag; docs/contract.md §4.1).
+// Never delete: nothing removes a key's rows. Never a table.
 resource keysRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
   name: guid(subscription().id, appName, 'key-records')
   properties: {
     roleName: 'Draw Request Service key records (${subscription().subscriptionId})'
-    description: 'Read, insert, replace and delete table rows; no table'
+    description: 'Read, insert and replace table rows; no delete, no table'
     type: 'CustomRole'
     permissions: [
       {
@@ -212,7 +212,6 @@ resource keysRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
           'Microsoft.Storage/storageAccounts/tableServices/tables/entities/read'
           'Microsoft.Storage/storageAccounts/tableServices/tables/entities/add/action'
           'Microsoft.Storage/storageAccounts/tableServices/tables/entities/update/action'
-          'Microsoft.Storage/storageAccounts/tableServices/tables/entities/delete'
         ]
         notDataActions: []
       }

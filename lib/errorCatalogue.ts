@@ -50,6 +50,8 @@ export const DETAILS = {
   idempotencyKeyForm: 'the Idempotency-Key header must be 1 to 128 visible ASCII characters',
   idempotencyKeyReused: 'this Idempotency-Key is bound to a different batch; send a new key with a new batch',
   idempotencyKeyExpired: 'this Idempotency-Key expired before this batch was recorded under it; send the batch with a new key',
+  idempotencyKeyOutcomeForgotten:
+    'this Idempotency-Key was taken over 48 hours ago and its batch is not found under it: whether it was recorded can no longer be told; ask the lender before sending it again',
 } as const;
 
 export type DetailKey = keyof typeof DETAILS;
@@ -162,6 +164,7 @@ export const REQUEST_ERRORS: readonly DetailKey[] = [
   'batchSize',
   'idempotencyKeyReused',
   'idempotencyKeyExpired',
+  'idempotencyKeyOutcomeForgotten',
 ];
 
 /** The rule named `name`. */

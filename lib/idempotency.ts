@@ -97,6 +97,12 @@ export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export const KEY_GRACE_MS = 10 * 60 * 1000;
 
 /**
+ * The longest `Retry-After` of a keyed batch whose outcome is not known yet: a grace's length, the longest
+ * wait for an outcome that only time settles (docs/contract.md §2.5, §9).
+ */
+export const PENDING_RETRY_MAX_SECONDS = KEY_GRACE_MS / 1000;
+
+/**
  * The latest moment, by this instance's clock, at which an attempt may start committing a batch under a
  * key taken at `takenAt`: halfway through the grace. An attempt judged inside the lifetime that stalled
  * (a slow read, a paused process) past it does not commit; the other half of the grace covers a commit
@@ -107,11 +113,11 @@ export function lastCommitStart(takenAt: Date): number {
 }
 
 /**
- * How long a key's record and its batch's rows are kept as written (docs/contract.md §4, §4.1): until
- * then a read of the key's day that finds no row of the batch proves it was never recorded. After it the
- * rows may have been removed, so "not found" proves nothing and the key is forgotten.
+ * How long draw rows are surely kept as written (docs/contract.md §4): within it, a read of the key's day that
+ * finds no row of its batch proves the batch was never recorded. After it the loan-servicing system may have
+ * removed or rewritten them, so "not found" proves nothing, and the answer says so.
  */
-export const KEY_MEMORY_MS = 48 * 60 * 60 * 1000;
+export const ROWS_KEPT_MS = 48 * 60 * 60 * 1000;
 
 /** When the key's batch is settled for good: no attempt of it can land after this. */
 export function settledAt(takenAt: Date): number {
@@ -124,13 +130,6 @@ export function settledAt(takenAt: Date): number {
  * its way (sent before the refusal was answered) cannot record it afterwards.
  */
 export const REFUSAL_LIFETIME_MS = KEY_LIFETIME_MS;
-
-/**
- * How long the service's housekeeping keeps a key's rows after they were written (their `TakenAt` or
- * `RefusedAt`): the key's memory, and an hour more, so that no attempt still judging by them (instances'
- * clocks differ by minutes at most, CLOCK_TOLERANCE_MS) sees them go (docs/contract.md §4.1).
- */
-export const KEY_ROWS_KEPT_MS = KEY_MEMORY_MS + 60 * 60 * 1000;
 
 /**
  * The most instances' clocks may differ while the key's promises hold (docs/decisions.md, "Instances'
@@ -187,12 +186,11 @@ export type KeyVerdict =
   /** Taken by this batch, its lifetime over and its grace not: a replay if it landed, else not known yet. */
   | { readonly kind: 'expiring'; readonly day: string; readonly takenAt: Date }
   /**
-   * Taken by this batch, grace over: a replay if it landed in the key's day; else it never will (expired).
-   * Once the key is `forgotten` (KEY_MEMORY_MS) "not found" proves nothing: the batch is then a new
-   * submission, judged `afterwards` as if it had never taken the key.
+   * Taken by this batch, grace over: a replay if it landed in the key's day; else it never will. Whether it
+   * never did is `known` while its rows are surely kept (ROWS_KEPT_MS). A batch that took its key is never
+   * judged anew under it: its take answers for it for good.
    */
-  | { readonly kind: 'expired'; readonly day: string; readonly forgotten: false }
-  | { readonly kind: 'expired'; readonly day: string; readonly forgotten: true; readonly afterwards: UnboundVerdict }
+  | { readonly kind: 'expired'; readonly day: string; readonly known: boolean }
   /** Taken by another batch: whether that batch landed, or can never land, decides (see settleHeld). */
   | { readonly kind: 'held'; readonly holder: KeyRecord };
 
@@ -213,13 +211,7 @@ export function judgeKey(batch: KeyedBatch, state: KeyState, now: Date): KeyVerd
   const age = now.getTime() - binding.takenAt.getTime();
   if (age < KEY_LIFETIME_MS) return { kind: 'mine', day: binding.day, takenAt: binding.takenAt };
   if (now.getTime() < settledAt(binding.takenAt)) return { kind: 'expiring', day: binding.day, takenAt: binding.takenAt };
-  if (age < KEY_MEMORY_MS) return { kind: 'expired', day: binding.day, forgotten: false };
-  return {
-    kind: 'expired',
-    day: binding.day,
-    forgotten: true,
-    afterwards: judgeUnbound(batch, { holder: holder?.hash === batch.hash ? undefined : state.holder }, now),
-  };
+  return { kind: 'expired', day: binding.day, known: age < ROWS_KEPT_MS };
 }
 
 function judgeUnbound(batch: KeyedBatch, state: KeyState, now: Date): UnboundVerdict {
@@ -312,3 +304,4 @@ export function settleHeld(record: KeyRecord, rows: Iterable<PriorDraw>): 'recor
 
 export const KEY_REUSED: ElementError = { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyReused };
 export const KEY_EXPIRED: ElementError = { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyExpired };
+export const KEY_OUTCOME_FORGOTTEN: ElementError = { code: 'InvalidRequest', detail: DETAILS.idempotencyKeyOutcomeForgotten };

@@ -11,6 +11,7 @@
 import type { HttpResponseInit } from '@azure/functions';
 import {
   KEY_EXPIRED,
+  KEY_OUTCOME_FORGOTTEN,
   KEY_REUSED,
   judgeKey,
   lastCommitStart,
@@ -29,7 +30,7 @@ import {
 import type { InvocationOutcome } from './outcome';
 import type { ElementError } from './problem';
 import type { DrawRequest } from './requestBody';
-import type { KeyWriteResult, TableStore } from './store';
+import type { KeyWriteResult, Store } from './store';
 
 /** A keyed batch and what its request read in step 3. */
 export interface KeyedRequest {
@@ -42,8 +43,12 @@ export interface KeyedRequest {
   readonly drawnToday: ReadonlyMap<string, PriorDraw>;
   /** When the reads of step 3 started: the batch is judged, and takes its key, as of then. */
   readonly at: Date;
-  /** The draw rules on step 3's reads: the errors, or none when the batch passes. */
-  readonly evaluate: () => readonly ElementError[] | undefined;
+  /**
+   * The draw rules on step 3's reads: the errors, or none when the batch passes. `completing`: the loan rules
+   * alone, for a batch that holds its key (today's draws do not concern a commit into its key's day, where
+   * storage decides one draw a day).
+   */
+  readonly evaluate: (completing?: boolean) => readonly ElementError[] | undefined;
 }
 
 /** Answered here, or a plan to go on with. */
@@ -64,7 +69,7 @@ const MAX_JUDGEMENTS = 4;
 
 export class KeyedBatches {
   constructor(
-    private readonly store: TableStore,
+    private readonly store: Store,
     private readonly now: () => Date,
   ) {}
 
@@ -118,7 +123,7 @@ export class KeyedBatches {
   /** One judgement of the batch on its key's rows: an answer, a plan, or CHANGED when a write found the rows changed. */
   private async judge(outcome: InvocationOutcome, request: KeyedRequest, state: KeyState, at: Date): Promise<Planned<HeldFor> | typeof CHANGED> {
     const verdict: KeyVerdict = judgeKey(request.batch, state, at);
-    if (verdict.kind !== 'mine' && verdict.kind !== 'expiring' && verdict.kind !== 'expired') return this.unbound(outcome, request, state, verdict);
+    if (verdict.kind === 'free' || verdict.kind === 'refused' || verdict.kind === 'held') return this.unbound(outcome, request, state, verdict);
 
     // The key is this batch's: its rows in the key's day decide, as read after `at`, so that past the grace
     // it is a read that shows whether any attempt landed (none can land any more). Step 3 read today's
@@ -131,14 +136,15 @@ export class KeyedBatches {
       const landed = recordedRow(request.batch, read.value.values());
       if (landed !== undefined) return { response: outcome.replayed(landed.requestId) };
     }
-    // Not found after the grace: never recorded, while the rows are surely kept; after that, not known,
-    // and the batch is a new submission under the key, as under a key that was never used.
-    if (verdict.kind === 'expired')
-      return verdict.forgotten ? this.unbound(outcome, request, state, verdict.afterwards) : { response: outcome.rejected([KEY_EXPIRED]) };
+    // Not found after the grace: never recorded, while its rows are surely kept; after that, not known. Either
+    // way no attempt can land any more, and the batch is never judged anew under the key.
+    if (verdict.kind === 'expired') return { response: outcome.rejected([verdict.known ? KEY_EXPIRED : KEY_OUTCOME_FORGOTTEN]) };
     if (verdict.kind === 'expiring') return { response: this.pending(outcome, verdict.day, verdict.takenAt) };
-    // It holds its key: it passed the rules when it took it, and an earlier attempt may still land as it
-    // was accepted then. It completes that submission in the key's day, and storage decides (a loan
-    // drawn meanwhile there is a lost race).
+    // It holds its key: this attempt completes that submission in the key's day, if the loans still allow it
+    // (a loan moved to another partner, or its credit drawn down, since the take). When they do not, an
+    // earlier attempt accepted as the loans were may still land: not known yet, until the key settles.
+    const refused = request.evaluate(true);
+    if (refused !== undefined) return { response: this.pending(outcome, verdict.day, verdict.takenAt, refused) };
     return { day: verdict.day, takenAt: verdict.takenAt };
   }
 
@@ -199,9 +205,9 @@ export class KeyedBatches {
     return { never: settleHeld(holder, rows.value.values()) === 'never' };
   }
 
-  /** An earlier attempt of the key's batch may still land: not known yet, and when it will be. */
-  private pending(outcome: InvocationOutcome, day: string, takenAt: Date): HttpResponseInit {
-    return outcome.outcomePending(day, settledAt(takenAt), this.now().getTime());
+  /** An earlier attempt of the key's batch may still land: not known yet, and when it will be; `refused`, why this one did not commit. */
+  private pending(outcome: InvocationOutcome, day: string, takenAt: Date, refused?: readonly ElementError[]): HttpResponseInit {
+    return outcome.outcomePending(day, settledAt(takenAt), this.now().getTime(), refused);
   }
 }
 

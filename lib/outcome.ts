@@ -5,6 +5,7 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 import type { AuthFailure, UnauthorizedCode } from './auth';
 import type { ConfigError } from './config';
+import { PENDING_RETRY_MAX_SECONDS } from './idempotency';
 import { RETRY_AFTER_SECONDS, accepted, badRequest, dependencyFailed, internalError, outcomePending, unauthorized, type ElementError } from './problem';
 import type { StorageFailure } from './store';
 import {
@@ -22,10 +23,15 @@ import {
 type Phase = 'auth' | 'read' | 'commit';
 
 /** `operation [code] [status n] [storage code]`: what on-call needs of a storage failure, never a message. */
-export function describeFailure(failure: StorageFailure, withCode = true): string {
+function describeFailure(failure: StorageFailure, withCode = true): string {
   const status = failure.status === undefined ? '' : ` status ${failure.status}`;
   const code = failure.storageCode === undefined ? '' : ` ${failure.storageCode}`;
   return `${failure.operation}${withCode ? ` ${failure.code}` : ''}${status}${code}`;
+}
+
+/** One rejected element, as the log states it: everything needed to explain it, no requestor value. */
+function elementLine(e: ElementError): string {
+  return `index ${e.index ?? '-'} loan ${e.loanNumber ?? '-'} ${e.code} ${e.pointer ?? '-'}: ${e.detail}`;
 }
 
 export class InvocationOutcome {
@@ -38,8 +44,8 @@ export class InvocationOutcome {
   loanNumbers?: readonly number[];
   idempotencyKey?: string;
   /**
-   * The request carried an `Idempotency-Key` header (of any form): an earlier request with it may have
-   * recorded the batch, so a storage failure of this one does not say nothing was submitted (docs/contract.md §2.1).
+   * The request carried a well-formed `Idempotency-Key`: an earlier request with it may have recorded the
+   * batch, so a storage failure of this one does not say nothing was submitted (docs/contract.md §2.1).
    */
   sentKey = false;
 
@@ -110,21 +116,24 @@ export class InvocationOutcome {
 
   /**
    * A keyed batch not found in its key's day while an earlier attempt of it may still land (docs/contract.md
-   * §9): the partner is told the outcome is not known yet, and when it will be.
+   * §9): the partner is told the outcome is not known yet, and when to ask again: when it will be known, at
+   * most a grace's length (PENDING_RETRY_MAX_SECONDS) ahead. `refused`: this attempt did not commit because the
+   * loan rules refuse the batch now (logged and recorded as a 400's elements are); the loans may allow it again.
    */
-  outcomePending(day: string, settlesAt: number, now: number): HttpResponseInit {
+  outcomePending(day: string, settlesAt: number, now: number, refused: readonly ElementError[] = []): HttpResponseInit {
     const until = new Date(settlesAt).toISOString();
+    const why = refused.length === 0 ? 'is past its 24 hours' : `is bound to it, but the loans refuse it now (${refused.map(elementLine).join('; ')})`;
     this.context.warn(
-      `DrawRequest outcome not known yet: Idempotency-Key ${this.idempotencyKey} of partner ${this.partnerId} is past its 24 hours and its batch is not in ${day}; an earlier attempt may land until ${until}`,
+      `DrawRequest outcome not known yet: Idempotency-Key ${this.idempotencyKey} of partner ${this.partnerId} ${why} and its batch is not in ${day}; an earlier attempt may land until ${until}`,
     );
-    this.finish('DependencyFailed', KEY_OUTCOME_PENDING, `day ${day} until ${until}`);
-    return outcomePending(this.requestId, Math.max(1, Math.ceil((settlesAt - now) / 1000)));
+    this.finish('DependencyFailed', KEY_OUTCOME_PENDING, `day ${day} until ${until}`, refused);
+    return outcomePending(this.requestId, Math.min(PENDING_RETRY_MAX_SECONDS, Math.max(1, Math.ceil((settlesAt - now) / 1000))));
   }
 
   /** A 400; `refusedBy` names the earlier request whose refusal of this batch under its key is answered again. */
   rejected(errors: readonly ElementError[], refusedBy?: string): HttpResponseInit {
     // Everything needed to explain the 400 to the partner; requestor values and tokens are not included.
-    const lines = errors.map((e) => `index ${e.index ?? '-'} loan ${e.loanNumber ?? '-'} ${e.code} ${e.pointer ?? '-'}: ${e.detail}`);
+    const lines = errors.map(elementLine);
     const again = refusedBy === undefined ? '' : ` (Idempotency-Key ${this.idempotencyKey}: the refusal of request ${refusedBy}, answered again)`;
     this.context.log(`DrawRequest rejected for partner ${this.partnerId}${again}: ${lines.join('; ')}`);
     this.finish('Rejected', refusedBy === undefined ? undefined : REFUSED_BEFORE, refusedBy, errors);

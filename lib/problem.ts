@@ -100,9 +100,9 @@ export function dependencyFailed(requestId: string, outcomeUnknown = false): Htt
 }
 
 /**
- * 502 for a keyed batch whose earlier attempt may still land (its key in its grace, docs/contract.md §9): the
- * outcome-unknown detail, and `Retry-After` the seconds until the outcome is final. Only a keyed request gets
- * it, so a client that resends by itself after `Retry-After` resends under the same key, which is safe.
+ * 502 for a keyed batch whose earlier attempt may still land (docs/contract.md §9): the outcome-unknown detail,
+ * and `Retry-After` the seconds until it is worth asking again. Only a keyed request gets it, so a client that
+ * resends by itself after `Retry-After` resends under the same key, which is safe.
  */
 export function outcomePending(requestId: string, retryAfterSeconds: number): HttpResponseInit {
   return problem(502, requestId, OUTCOME_UNKNOWN_DETAIL, {}, { 'Retry-After': String(retryAfterSeconds) });

@@ -25,11 +25,11 @@ export interface RoundFailure {
 }
 
 export interface RoundSpec {
-  /** The TableStore method: readPartner, readBatchState, readDraws, readKeyRecord, takeKey, markRefused, commitDraws, listOldKeyRows, removeKeyRow. */
+  /** The TableStore method: readPartner, readBatchState, readDraws, readKeyRecord, takeKey, markRefused, commitDraws. */
   readonly operation: string;
   readonly tables: readonly string[];
   /** The HTTP method of the round's calls (a round's dependency is an HTTP dependency of the account). */
-  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT';
   /** Error answers the logic handles, as `status storageCode` (a take's 409 EntityAlreadyExists …): not failures. */
   readonly expected?: ReadonlySet<string>;
   /** The one entity a write is about, when its URL does not name it (an insert, a transaction's partition). */

@@ -2,25 +2,16 @@
  * Table Storage (docs/contract.md §4): point reads of partners, loans and today's draws, and the
  * atomic commit of a batch. Every failure comes back as a value with a stable code.
  */
-import { RestError, TableClient, odata, type Edm, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
+import { RestError, TableClient, odata, type TableEntity, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import type { TokenCredential } from '@azure/identity';
 import { setMaxListeners } from 'node:events';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TablesConfig } from './config';
 import { FIELDS_READ } from './drawRules';
-import {
-  decodeErrors,
-  encodeErrors,
-  keyRecordId,
-  type BatchMark,
-  type KeyRecord,
-  type KeyState,
-  type PriorDraw,
-  type StoredError,
-  type Versioned,
-} from './idempotency';
+import { keyRecordId, type BatchMark, type KeyRecord, type KeyState, type PriorDraw, type StoredError, type Versioned } from './idempotency';
 import { loanColumns, loanOf, type Loan } from './loans';
+import { batchMark, drawEntity, keyRecord, partnerRecord, priorDraw, refusalColumns, takeRows } from './tableRows';
 import { StorageTelemetry, type RoundSpec } from './storageTelemetry';
 
 export type StorageFailureCode =
@@ -97,16 +88,9 @@ export type CommitResult =
 
 /**
  * A write to a key's rows: done; `changed`, when another request wrote them since they were read (an insert
- * that found its row, a replace whose ETag no longer matches, a row removed meanwhile); or a failure.
+ * that found its row, a replace whose ETag no longer matches or whose row is gone); or a failure.
  */
 export type KeyWriteResult = { readonly ok: true } | { readonly ok: false; readonly changed: true } | { readonly ok: false; readonly failure: StorageFailure };
-
-/** A row of the key table as housekeeping listed it. */
-export interface KeyRowRef {
-  readonly partitionKey: string;
-  readonly rowKey: string;
-  readonly etag: string;
-}
 
 /** A refusal to record in a batch's own row under its key. */
 export interface Refusal {
@@ -264,8 +248,8 @@ function classify(error: unknown, operation: string): StorageFailure {
 
 /**
  * The answers to a write of a key's rows that mean another request wrote them since they were read: an
- * insert that found its row, a replace whose ETag no longer matches, a replace of a row removed meanwhile
- * (housekeeping). Any other error is a storage failure.
+ * insert that found its row, a replace whose ETag no longer matches, a replace of a row that is gone (nothing
+ * removes key rows, docs/contract.md §4.1; judged again all the same). Any other error is a storage failure.
  */
 const CHANGED = new Set(['409 EntityAlreadyExists', '412 UpdateConditionNotSatisfied', '404 ResourceNotFound']);
 
@@ -293,75 +277,17 @@ export function mayHaveApplied(failure: StorageFailure): boolean {
   }
 }
 
-function asString(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** A DateTime column: the SDK gives a Date, or the text when type conversion is off. */
-function asDate(value: unknown): Date | undefined {
-  const date = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined;
-  return date !== undefined && Number.isFinite(date.getTime()) ? date : undefined;
-}
-
-/** A key record as stored; undefined when a column is missing or malformed (then it binds nothing, and is replaced). */
-function keyRecord(row: Record<string, unknown>): KeyRecord | undefined {
-  const [partnerId, key, hash, day, loans, requestId] = ['PartnerId', 'IdempotencyKey', 'BatchHash', 'Day', 'LoanNumbers', 'RequestId'].map((c) =>
-    asString(row[c]),
-  );
-  const takenAt = asDate(row.TakenAt);
-  if ([partnerId, key, hash, day, loans, requestId].includes(undefined) || takenAt === undefined) return undefined;
-  return {
-    partnerId: partnerId as string,
-    key: key as string,
-    hash: hash as string,
-    day: day as string,
-    loanNumbers: (loans as string).split(','),
-    requestId: requestId as string,
-    takenAt,
-  };
-}
-
-/** A batch's own row under its key as stored; undefined when unreadable (then it marks nothing, and is replaced). */
-function batchMark(row: Record<string, unknown>): BatchMark | undefined {
-  if (row.State === 'Taken') {
-    const record = keyRecord(row);
-    return record === undefined ? undefined : { kind: 'taken', record };
-  }
-  if (row.State !== 'Refused') return undefined;
-  const errors = typeof row.Errors === 'string' ? decodeErrors(row.Errors) : undefined;
-  const requestId = asString(row.RequestId);
-  const refusedAt = asDate(row.RefusedAt);
-  if (errors === undefined || requestId === undefined || refusedAt === undefined) return undefined;
-  return { kind: 'refused', errors, requestId, refusedAt };
-}
-
-/** The columns of a key record (RowKey "", and a batch's own row when it took the key). */
-function keyColumns(record: KeyRecord) {
-  return {
-    PartnerId: record.partnerId,
-    IdempotencyKey: record.key,
-    BatchHash: record.hash,
-    Day: record.day,
-    LoanNumbers: record.loanNumbers.join(','),
-    RequestId: record.requestId,
-    TakenAt: { value: record.takenAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
-  };
-}
-
 /** An insert of a row not read, or a replace of the version read: one request wins, the others learn `changed`. */
 function writeOver(entity: TableEntity, read: Versioned<unknown> | undefined): TransactionAction {
   return read === undefined ? ['create', entity] : ['update', entity, 'Replace', { etag: read.etag }];
 }
 
-/** What a draw row says about the request that wrote it. */
-function priorDraw(row: Record<string, unknown>): PriorDraw {
-  return {
-    partnerId: asString(row.PartnerId),
-    idempotencyKey: asString(row.IdempotencyKey),
-    batchHash: asString(row.BatchHash),
-    requestId: asString(row.RequestId),
-  };
-}
+/**
+ * What the service asks of storage (docs/contract.md §4.3): the request's reads, the key's writes and the
+ * commit. TableStore does it against Table Storage; tests/support/memoryStore.ts holds the same rows in
+ * memory for the exhaustive exploration, and tests/integration/storeContract.test.ts runs one suite on both.
+ */
+export type Store = Pick<TableStore, 'readPartner' | 'readBatchState' | 'readDraws' | 'commitDraws' | 'readKeyState' | 'takeKey' | 'markRefused'>;
 
 export class TableStore {
   private readonly partners: TableClient;
@@ -371,7 +297,7 @@ export class TableStore {
   private readonly drawsCommit: TableClient;
   private readonly keys: TableClient;
   /** The read rounds, as telemetry names them: built once, not per request. */
-  private readonly reads: Readonly<Record<'readPartner' | 'readBatchState' | 'readDraws' | 'readKeyRecord' | 'listOldKeyRows', RoundSpec>>;
+  private readonly reads: Readonly<Record<'readPartner' | 'readBatchState' | 'readDraws' | 'readKeyRecord', RoundSpec>>;
   private readonly drawsTable: string;
   private readonly keysTable: string;
   /** Absent when telemetry is off: no round context, no pipeline policy (lib/storageTelemetry.ts). */
@@ -397,7 +323,6 @@ export class TableStore {
       readBatchState: read('readBatchState', config.loansTable, config.drawsTable),
       readDraws: read('readDraws', config.drawsTable),
       readKeyRecord: read('readKeyRecord', config.idempotencyTable),
-      listOldKeyRows: read('listOldKeyRows', config.idempotencyTable),
     };
     this.drawsTable = config.drawsTable;
     this.keysTable = config.idempotencyTable;
@@ -434,7 +359,7 @@ export class TableStore {
         this.pointRead(signal, this.stops, clientId, '', ['PartitionKey']),
       ]);
       // Absent means active; any value other than true (a string "false", 0 …) fails closed.
-      const partner = row === undefined ? undefined : { partnerId: asString(row.PartnerId), active: row.Active === undefined || row.Active === true };
+      const partner = row === undefined ? undefined : partnerRecord(row);
       return { partner, stopped: stop !== undefined };
     });
   }
@@ -487,7 +412,7 @@ export class TableStore {
   async commitDraws(rows: readonly DrawRow[], context: CommitContext): Promise<CommitResult> {
     // Synchronously with the call: nothing can come between this check and the deadline's start.
     if (context.startBy !== undefined && this.now().getTime() >= context.startBy) return { ok: false, late: true };
-    const actions: TransactionAction[] = rows.map((row) => ['create', this.drawEntity(row, context)]);
+    const actions: TransactionAction[] = rows.map((row) => ['create', drawEntity(row, context)]);
     if (this.telemetry === undefined) return this.commit(rows, actions);
     const spec: RoundSpec = { operation: 'commitDraws', tables: [this.drawsTable], method: 'POST', entity: { partitionKey: context.day } };
     // A conflict is an answer the logic handles (the 400 names the element), not a failure.
@@ -545,11 +470,8 @@ export class TableStore {
    */
   async takeKey(record: KeyRecord, read: KeyState): Promise<KeyWriteResult> {
     const partitionKey = keyRecordId(record.partnerId, record.key);
-    const columns = keyColumns(record);
-    return this.writeKeyRows('takeKey', partitionKey, [
-      writeOver({ partitionKey, rowKey: '', ...columns }, read.holder),
-      writeOver({ partitionKey, rowKey: record.hash, ...columns, State: 'Taken' }, read.own),
-    ]);
+    const [holder, own] = takeRows(record);
+    return this.writeKeyRows('takeKey', partitionKey, [writeOver({ partitionKey, ...holder }, read.holder), writeOver({ partitionKey, ...own }, read.own)]);
   }
 
   /**
@@ -564,17 +486,7 @@ export class TableStore {
     read: KeyState,
   ): Promise<KeyWriteResult> {
     const partitionKey = keyRecordId(batch.partnerId, batch.key);
-    const row = {
-      partitionKey,
-      rowKey: batch.hash,
-      PartnerId: batch.partnerId,
-      IdempotencyKey: batch.key,
-      BatchHash: batch.hash,
-      State: 'Refused',
-      Errors: encodeErrors(refusal.errors),
-      RequestId: refusal.requestId,
-      RefusedAt: { value: refusal.refusedAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
-    };
+    const row = { partitionKey, rowKey: batch.hash, ...refusalColumns(batch, refusal) };
     return this.writeKeyRows('markRefused', partitionKey, [writeOver(row, read.own)]);
   }
 
@@ -597,48 +509,6 @@ export class TableStore {
     });
     if (!result.ok) return result;
     return result.value ? { ok: true } : { ok: false, changed: true };
-  }
-
-  /**
-   * Housekeeping's listing (lib/housekeeping.ts): the key table's rows written before `before` (their
-   * `TakenAt` or `RefusedAt`), each with the ETag it had when listed. One page per call (up to 1,000 rows),
-   * from `continuation` when given; the scan is not on any request's path.
-   */
-  async oldKeyRows(before: Date, continuation?: string): Promise<StoreResult<{ readonly rows: readonly KeyRowRef[]; readonly continuation?: string }>> {
-    const filter = odata`TakenAt lt ${before} or RefusedAt lt ${before}`;
-    return this.guard(this.reads.listOldKeyRows, this.timeouts.readMs, async (signal) => {
-      const pages = this.keys
-        .listEntities<Record<string, unknown>>({ ...this.attempt(signal), queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } })
-        .byPage({ maxPageSize: 1_000, continuationToken: continuation });
-      const page = await pages.next();
-      if (page.done) return { rows: [] };
-      const rows = page.value.map((row) => ({ partitionKey: row.partitionKey as string, rowKey: row.rowKey as string, etag: row.etag }));
-      return { rows, continuation: page.value.continuationToken };
-    });
-  }
-
-  /** Removes one row of the key table if it is still as listed (its ETag): `changed` when it was written since. */
-  removeKeyRow(row: KeyRowRef): Promise<KeyWriteResult> {
-    const spec: RoundSpec = { operation: 'removeKeyRow', tables: [this.keysTable], method: 'DELETE', expected: CHANGED, entity: row };
-    return this.conditionalWrite(spec, (signal) => this.keys.deleteEntity(row.partitionKey, row.rowKey, { ...this.attempt(signal), etag: row.etag }));
-  }
-
-  private drawEntity(row: DrawRow, context: CommitContext): TableEntity {
-    const retry = context.retry === undefined ? {} : { IdempotencyKey: context.retry.key, BatchHash: context.retry.hash };
-    return {
-      partitionKey: context.day,
-      rowKey: String(row.loanNumber),
-      // Typed, so a whole amount is stored as a Double (100.0), not inferred as an Int32.
-      Amount: { value: row.amount, type: 'Double' } satisfies Edm<'Double'>,
-      Requestor: row.requestor,
-      PartnerId: context.partnerId,
-      ClientId: context.clientId,
-      Status: 'Pending',
-      SubmittedAt: { value: context.submittedAt.toISOString(), type: 'DateTime' } satisfies Edm<'DateTime'>,
-      RequestId: context.requestId,
-      BatchIndex: { value: row.batchIndex, type: 'Int32' } satisfies Edm<'Int32'>,
-      ...retry,
-    };
   }
 
   /**

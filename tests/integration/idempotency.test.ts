@@ -2,9 +2,9 @@
  * Safe retries with `Idempotency-Key`, against a real Azurite: a retry of a batch that landed is
  * answered 204 again with `Idempotent-Replay: true` and writes nothing; a key names one batch.
  */
-import { TableClient, odata } from '@azure/data-tables';
+import { TableClient } from '@azure/data-tables';
 import { putLoan } from '../../dev/demoData';
-import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, batchHash, keyRecordId } from '../../lib/idempotency';
+import { KEY_GRACE_MS, KEY_LIFETIME_MS, ROWS_KEPT_MS, batchHash, keyRecordId } from '../../lib/idempotency';
 import { DETAILS, RETRY_AFTER_SECONDS } from '../../lib/problem';
 import { Harness, OTHER_CLIENT, OTHER_PARTNER, PARTNER, draw, todayUtc, type Reply } from '../support/harness';
 import { expectGenericProblem, expectOutcomeUnknown, expectProblem400 } from '../support/problems';
@@ -178,7 +178,7 @@ describe('a retry with the same key and the same batch', () => {
       expectReplay(await h.post([draw(loan)], keyed(key)));
       clock = new Date(taken + KEY_LIFETIME_MS + KEY_GRACE_MS); // and after it, in the key's day: not recorded again
       expectReplay(await h.post([draw(loan)], keyed(key)));
-      clock = new Date(taken + KEY_MEMORY_MS - 1);
+      clock = new Date(taken + ROWS_KEPT_MS - 1);
       expectReplay(await h.post([draw(loan)], keyed(key)));
       clock = new Date(taken + 30 * KEY_LIFETIME_MS); // past what is surely kept, but the rows are there: still the truth
       expectReplay(await h.post([draw(loan)], keyed(key)));
@@ -203,7 +203,7 @@ describe('a retry with the same key and the same batch', () => {
       expect(await h.drawsFor(loan)).toHaveLength(0);
       moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
       expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
-      moveClockTo(taken + KEY_MEMORY_MS - 1); // as long as its rows are surely kept (contract §4): still expired
+      moveClockTo(taken + ROWS_KEPT_MS - 1); // as long as its rows are surely kept (contract §4): still expired
       expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
       expect(await h.drawsFor(loan)).toHaveLength(0);
       // What the answer says: the batch under a new key is recorded, once, today.
@@ -211,20 +211,28 @@ describe('a retry with the same key and the same batch', () => {
       expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-14']);
     }));
 
-  test('after 48 hours the key is forgotten: an unrecorded batch, or one whose key record housekeeping removed, is a new submission', () =>
+  test('past 48 hours a batch that took its key is still answered from its take: found, the replay; not found, its outcome can no longer be told', () =>
     afterFailedFirstAttempt(Date.parse('2031-03-20T12:00:00Z'), async ({ taken, loan, key, moveClockTo }) => {
-      moveClockTo(taken + KEY_MEMORY_MS); // the rows may have been removed by now (contract §4): "expired" could be untrue
-      expectAccepted(await h.post([draw(loan)], keyed(key)));
-      expect((await h.drawsFor(loan)).map((r) => r.partitionKey)).toEqual(['2031-03-22']);
-      // While the key's rows are kept, a later resend still finds the batch in its day: the replay.
-      moveClockTo(taken + 4 * KEY_LIFETIME_MS);
-      expectReplay(await h.post([draw(loan)], keyed(key)));
-      // Housekeeping removes a key's rows once they are past the key's memory (contract §4.1); the key is then unknown.
-      moveClockTo(taken + 5 * KEY_LIFETIME_MS);
-      for await (const row of keyRecords().listEntities({ queryOptions: { filter: odata`PartitionKey eq ${keyRecordId(PARTNER, key)}` } }))
-        await keyRecords().deleteEntity(row.partitionKey as string, row.rowKey as string);
-      expectAccepted(await h.post([draw(loan)], keyed(key)));
-      expect((await h.drawsFor(loan)).map((r) => r.partitionKey).sort()).toEqual(['2031-03-22', '2031-03-25']);
+      moveClockTo(taken + ROWS_KEPT_MS); // the rows may have been removed by now (contract §4): "expired" could be untrue
+      expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyOutcomeForgotten);
+      moveClockTo(taken + 30 * KEY_LIFETIME_MS);
+      expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyOutcomeForgotten);
+      expect(await h.drawsFor(loan)).toHaveLength(0); // never judged anew: nothing recorded under the key
+    }));
+
+  test('a refusal stands once the take is 48 hours old (issue 46): the same batch under its key is never judged anew, whatever the loan does', () =>
+    // 6125bfd judged the batch anew past 48 hours: refused it while the credit was low (400), then recorded it
+    // minutes later once the credit was back (204), contradicting the 400.
+    afterFailedFirstAttempt(Date.parse('2031-03-22T12:00:00Z'), async ({ taken, loan, key, moveClockTo }) => {
+      moveClockTo(taken + ROWS_KEPT_MS + 10 * 60_000);
+      await h.loan({ loanNumber: loan, availableCredit: 10 }); // the loan-servicing system lowered the credit
+      const refused = await h.post([draw(loan, 100)], keyed(key));
+      expect(refused.status).toBe(400);
+      moveClockTo(taken + ROWS_KEPT_MS + 20 * 60_000);
+      await h.loan({ loanNumber: loan, availableCredit: 10_000 }); // and restored it
+      const again = await h.post([draw(loan, 100)], keyed(key));
+      expect([again.status, again.body?.errors]).toEqual([400, refused.body.errors]);
+      expect(await h.drawsFor(loan)).toHaveLength(0);
     }));
 
   test('an attempt still committing at the 24th hour is never answered "expired": the retry beside it is told to wait, then finds the batch', () =>
@@ -267,26 +275,40 @@ describe('a retry with the same key and the same batch', () => {
       expect(await h.drawsFor(loan)).toHaveLength(0);
     }));
 
-  test('a retry of a batch holding its key completes it as accepted, though the loan changed since (the rules are not applied again)', async () => {
-    const loan = await h.loan({ availableCredit: 100 });
-    const key = newKey();
-    const chaos = await startChaosProxy(h.azurite.port);
-    chaos.decide = (kind) => (kind === 'commit' ? { kind: 'status', status: 503 } : { kind: 'pass' });
-    h.rebuild({}, h.settingsVia(chaos.port));
-    try {
-      expectKeyedFailure(await h.post([draw(loan, 100)], keyed(key)));
-      await h.loan({ loanNumber: loan, availableCredit: 10 }); // the loan-servicing system drew the credit down
-      chaos.decide = () => ({ kind: 'pass' });
-      expectAccepted(await h.post([draw(loan, 100)], keyed(key)));
-      expect((await h.drawsFor(loan)).map((r) => r.Amount)).toEqual([100]);
-      // A new batch on the same terms is judged by today's credit.
-      const fresh = await h.post([draw(await h.loan({ availableCredit: 10 }), 100)], keyed(newKey()));
-      expect(fresh.body.errors[0].code).toBe('InvalidAmount');
-    } finally {
-      await chaos.close();
-      h.rebuild();
-    }
-  });
+  test('a retry of a batch holding its key completes it only if the loans still allow it; otherwise not known yet until the key settles (issue 46)', () =>
+    // The first attempt took the key and its commit failed (503). The loan-servicing system then moved the loan
+    // to another partner: without a key the same draw is Invalid Authorization, and under the key 6125bfd
+    // recorded it for the former owner. A 400 would be untrue while the first attempt may still land.
+    afterFailedFirstAttempt(Date.parse('2031-03-24T09:00:00Z'), async ({ taken, loan, key, moveClockTo }) => {
+      moveClockTo(taken + 60_000);
+      await h.loan({ loanNumber: loan, partnerId: OTHER_PARTNER });
+      const moved = await h.post([draw(loan)], keyed(key));
+      expectOutcomeUnknown(moved, KEY_GRACE_MS / 1000); // at most a grace's wait: the loans may allow it sooner
+      expect(h.recordOf(moved)).toMatchObject({
+        outcome: 'DependencyFailed',
+        reason: 'KeyOutcomePending',
+        errors: [expect.objectContaining({ index: 0, loanNumber: loan, code: 'InvalidAuthorization' })],
+      });
+      expect((await h.post([draw(loan)])).body.errors).toEqual([expect.objectContaining({ code: 'InvalidAuthorization' })]);
+      await h.loan({ loanNumber: loan, availableCredit: 10 }); // back with the partner, its credit drawn down
+      expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)), KEY_GRACE_MS / 1000);
+      expect(await h.drawsFor(loan)).toHaveLength(0);
+      // Once the loans allow it again, the retry completes the submission in the key's day.
+      await h.loan({ loanNumber: loan, availableCredit: 1_000 });
+      moveClockTo(taken + KEY_LIFETIME_MS - 1_000);
+      expectAccepted(await h.post([draw(loan)], keyed(key)));
+      expect((await h.drawsFor(loan)).map((r) => [r.partitionKey, r.PartnerId])).toEqual([['2031-03-24', PARTNER]]);
+    }));
+
+  test('a completion the loans refuse until the key settles: then expired, and nothing was recorded', () =>
+    afterFailedFirstAttempt(Date.parse('2031-03-26T09:00:00Z'), async ({ taken, loan, key, moveClockTo }) => {
+      await h.loan({ loanNumber: loan, partnerId: OTHER_PARTNER });
+      moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS - 1);
+      expectOutcomeUnknown(await h.post([draw(loan)], keyed(key)), 1);
+      moveClockTo(taken + KEY_LIFETIME_MS + KEY_GRACE_MS);
+      expectRequestError(await h.post([draw(loan)], keyed(key)), DETAILS.idempotencyKeyExpired);
+      expect(await h.drawsFor(loan)).toHaveLength(0);
+    }));
 
   test('an unreadable key record binds nothing: it is replaced by the next batch under the key', async () => {
     const loan = await h.loan();

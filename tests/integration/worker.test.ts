@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectionStringFor, freePort } from '../../dev/azurite';
 import { tableClient } from '../../dev/demoData';
-import { KEY_LIFETIME_MS, KEY_ROWS_KEPT_MS } from '../../lib/idempotency';
 import { DETAILS, internalError } from '../../lib/problem';
 import { contractViolations } from '../support/contract';
 import { AUDIENCE, Harness, draw, type Reply } from '../support/harness';
@@ -102,12 +101,12 @@ describe('a configured instance', () => {
 
   afterAll(() => host?.kill());
 
-  test('indexing: the worker loads the bundle and reports DrawRequest, POST on route DrawRequest, anonymous, answered through an http output; and the hourly KeyHousekeeping timer', () => {
+  test('indexing: the worker loads the bundle and reports DrawRequest alone, POST on route DrawRequest, anonymous, answered through an http output', () => {
     expect(started.init).toEqual(expect.objectContaining({ result: expect.objectContaining({ status: 'Success' }) }));
     expect(started.init.workerMetadata).toEqual(expect.objectContaining({ customProperties: { modelName: '@azure/functions', modelVersion: '4.16.5' } }));
     const { response, functions } = started.metadata;
     expect(response).toEqual(expect.objectContaining({ useDefaultMetadataIndexing: false, result: expect.objectContaining({ status: 'Success' }) }));
-    expect(functions.map((f) => f.name)).toEqual(['DrawRequest', 'KeyHousekeeping']);
+    expect(functions.map((f) => f.name)).toEqual(['DrawRequest']);
     const [trigger, output] = functions[0].bindings;
     expect(trigger).toEqual(
       expect.objectContaining({
@@ -121,37 +120,7 @@ describe('a configured instance', () => {
     );
     expect(output).toEqual({ type: 'http', name: '$return', direction: 'out' });
     expect(functions[0].bindings).toHaveLength(2);
-    expect(functions[1].bindings).toEqual([expect.objectContaining({ type: 'timerTrigger', direction: 'in', schedule: '0 17 * * * *' })]);
-    expect(started.loads.map((l) => l.result)).toEqual([expect.objectContaining({ status: 'Success' }), expect.objectContaining({ status: 'Success' })]);
-  });
-
-  test("KeyHousekeeping, as the host runs it: removes a key's rows past the key's memory, keeps the others, and says so under its invocation", async () => {
-    const keys = tableClient(harness.azurite.connectionString, harness.config.tables.idempotencyTable);
-    const row = (partitionKey: string, hoursAgo: number) => ({
-      partitionKey,
-      rowKey: '',
-      PartnerId: 'PARTNER-A',
-      IdempotencyKey: partitionKey,
-      BatchHash: 'h',
-      Day: '2031-01-01',
-      LoanNumbers: '1',
-      RequestId: randomUUID(),
-      TakenAt: { value: new Date(Date.now() - hoursAgo * 3_600_000).toISOString(), type: 'DateTime' as const },
-    });
-    const [old, young] = [`worker-old-${randomUUID()}`, `worker-young-${randomUUID()}`];
-    await keys.createEntity(row(old, KEY_ROWS_KEPT_MS / 3_600_000 + 1));
-    await keys.createEntity(row(young, KEY_LIFETIME_MS / 3_600_000));
-    const run = await host.invokeTimer('KeyHousekeeping');
-    expect(run.result.status).toBe('Success');
-    const present = async (partitionKey: string) =>
-      await keys.getEntity(partitionKey, '').then(
-        () => true,
-        () => false,
-      );
-    expect([await present(old), await present(young)]).toEqual([false, true]);
-    expect(host.logs.filter((l) => l.invocationId === run.invocationId && l.logCategory === 'User').map((l) => l.message)).toEqual([
-      expect.stringMatching(/^KeyHousekeeping: [1-9]\d* row\(s\) removed, 0 kept/),
-    ]);
+    expect(started.loads.map((l) => l.result)).toEqual([expect.objectContaining({ status: 'Success' })]);
   });
 
   test('204: the draw is recorded under the invocation id, and the log line reaches the host under it', async () => {
@@ -274,14 +243,10 @@ describe('a misconfigured instance (AUTH_AUDIENCE unset): loud, not invisible', 
 
   afterAll(() => host?.kill());
 
-  test('DrawRequest is still indexed and loaded, and KeyHousekeeping, whose every run fails naming the setting', async () => {
+  test('DrawRequest is still indexed and loaded', () => {
     expect(started.metadata.response).toEqual(expect.objectContaining({ useDefaultMetadataIndexing: false }));
-    expect(started.metadata.functions.map((f) => f.name)).toEqual(['DrawRequest', 'KeyHousekeeping']);
-    expect(started.loads.map((l) => (l.result as { status: string }).status)).toEqual(['Success', 'Success']);
-    const run = await host.invokeTimer('KeyHousekeeping');
-    expect(run.result).toEqual(
-      expect.objectContaining({ status: 'Failure', exception: expect.objectContaining({ message: expect.stringContaining('AUTH_AUDIENCE is required') }) }),
-    );
+    expect(started.metadata.functions.map((f) => f.name)).toEqual(['DrawRequest']);
+    expect(started.loads.map((l) => (l.result as { status: string }).status)).toEqual(['Success']);
   });
 
   test('every invocation answers the generic 500 with its requestId, and logs at Error level the setting at fault', async () => {

@@ -3,9 +3,8 @@
  * batches over overlapping loans and retry after any answer, or without waiting for one; a chaos proxy
  * between the service and a real Azurite decides each storage request's fate; the service's clock
  * crosses a midnight (UTC, or a zone whose clocks change that night) while requests are in flight.
- * The service's neighbours move too: the loan-servicing system writes `Loans` at any moment, the
- * service's housekeeping removes old key rows while keys are taken over, and the service runs as several
- * instances whose clocks differ. Afterwards storage is read directly and every promise made to partners
+ * The service's neighbours move too: the loan-servicing system writes `Loans` at any moment (credit,
+ * owner, funding investor, the loan itself), and the service runs as several instances whose clocks differ. Afterwards storage is read directly and every promise made to partners
  * is checked against it, each answer against what the rules allowed while its attempts read.
  *
  * One seed fixes a history's plan: clients, batches, retries, faults, clocks and neighbours. The
@@ -16,16 +15,15 @@ import type { HttpHandler } from '@azure/functions';
 import { TableClient, odata } from '@azure/data-tables';
 import { createDependencies, createDrawRequestHandler } from '../../functions/drawRequest';
 import { loadConfig, type Settings } from '../../lib/config';
-import { KEY_GRACE_MS, KEY_LIFETIME_MS, KEY_MEMORY_MS, REFUSAL_LIFETIME_MS, batchHash } from '../../lib/idempotency';
+import { KEY_GRACE_MS, KEY_LIFETIME_MS, REFUSAL_LIFETIME_MS, ROWS_KEPT_MS, batchHash } from '../../lib/idempotency';
 import { DETAILS } from '../../lib/problem';
-import { drawDay, type StoreTimeouts, type TableStore } from '../../lib/store';
-import { REFUSED_BEFORE, type BatchRecord } from '../../lib/telemetry';
+import { drawDay, type Store, type StoreTimeouts } from '../../lib/store';
+import { KEY_OUTCOME_PENDING, REFUSED_BEFORE, type BatchRecord } from '../../lib/telemetry';
 import { createTables, putLoan, putPartner, tableClient, tableSettings } from '../../dev/demoData';
 import { startChaosProxy, type Fault, type StorageRequestKind } from './chaosProxy';
 import { contractViolations } from './contract';
 import { modelVerdicts, type ModelLoan } from './drawRulesModel';
 import { UNHURRIED_TIMEOUTS, invoke, recordingTelemetry, type Harness, type Reply } from './harness';
-import { housekeeperFor, type Housekeeper, type HousekeepingTally } from './housekeepers';
 import { overriding } from './storeOverrides';
 
 /** Midnights to cross: UTC; Santiago, whose clocks jump from 24:00 to 01:00 that night; New York, whose clocks go back at 02:00. */
@@ -45,7 +43,7 @@ export const CLOCK_SPREAD_MS = Number(process.env.HISTORY_CLOCK_SPREAD_MS ?? 4 *
 /**
  * The service's clock in a history: it starts near a midnight and runs at the real pace, and steps forward
  * while requests are in flight (across a key's 24th hour and the end of its grace), or between phases
- * (past the key's memory, to the next midnight). Each instance reads it with its own offset. `at` maps a
+ * (past the 48 hours draw rows are surely kept, to the next midnight). Each instance reads it with its own offset. `at` maps a
  * real instant back to what the clock read then, for the checks.
  */
 export class HistoryClock {
@@ -219,7 +217,7 @@ export interface HistoryReach {
   readonly clockSteps: number;
   /** Attempts sent before a step of the clock and answered after it: judged, read or committed across it. */
   readonly acrossSteps: number;
-  /** The history ran past the key's memory and its rows' housekeeping age, to the next midnight. */
+  /** The history ran past the 48 hours draw rows are surely kept (ROWS_KEPT_MS), to the next midnight. */
   readonly memory: boolean;
   /** Instances, and how far apart their clocks were (ms). */
   readonly instances: number;
@@ -229,10 +227,12 @@ export interface HistoryReach {
   readonly retriedAfterLoanChange: number;
   /** Refusals answered again from a batch's mark under its key. */
   readonly refusalsAnsweredAgain: number;
-  /** What the housekeeper removed, and kept because it was written after it was listed. */
-  readonly housekeeping: HousekeepingTally;
-  /** Batches under a key past its memory, taken over by a new batch while housekeeping ran. */
+  /** Keys taken over by a new batch past 48 hours. */
   readonly takenOverAfterMemory: number;
+  /** Batches resent under their key past 48 hours and answered from their take: the replay, or "can no longer be told". */
+  readonly answeredFromOldTake: number;
+  /** Keyed retries of a batch holding its key that the loans refused now: outcome not known yet, nothing committed. */
+  readonly completionsRefused: number;
 }
 
 export interface HistoryResult extends HistoryReach {
@@ -255,6 +255,12 @@ const isKeyReused = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detai
  */
 const isPending = (r: Reply) => r.status === 502 && !saysNothingRecorded(r) && r.headers['retry-after'] !== undefined;
 const isKeyExpired = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyExpired;
+const isOutcomeForgotten = (r: Reply) => r.status === 400 && r.body?.errors?.[0]?.detail === DETAILS.idempotencyKeyOutcomeForgotten;
+/**
+ * How often settling asks again after "not known yet": a completion the loans refuse is told to wait a grace's
+ * length at a time, until its key settles (24 hours and 10 minutes after the take at most).
+ */
+const SETTLING_WAITS = Math.ceil((KEY_LIFETIME_MS + KEY_GRACE_MS) / KEY_GRACE_MS) + 2;
 /** A 502 that tells the partner nothing was recorded (the others say the outcome is unknown). */
 const saysNothingRecorded = (r: Reply) => r.status === 502 && /nothing was (submitted|recorded)/.test(String(r.body?.detail));
 
@@ -365,7 +371,7 @@ class LoanServicer {
 
 const otherPartner = (partnerId: string) => (partnerId === 'HISTORY-A' ? 'HISTORY-B' : 'HISTORY-A');
 
-/** A history's schedule of clock steps: none (a midnight only), across a key's lifetime and grace, or past its memory. */
+/** A history's schedule of clock steps: none (a midnight only), across a key's lifetime and grace, or past 48 hours (ROWS_KEPT_MS). */
 type Schedule = 'midnight' | 'lifetime' | 'memory';
 
 /** Runs the history of `seed` and checks it; an empty `violations` means every promise held. */
@@ -380,7 +386,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
 
   // The clock starts shortly before midnight and runs at the real pace. In a third of the histories it
   // also steps across a key's lifetime and grace while requests are in flight; in a sixth it goes on past
-  // the key's memory (while housekeeping runs and keys are taken over) and to the next midnight.
+  // the 48 hours draw rows are surely kept (while keys are taken over) and to the next midnight.
   const clockStart = midnight.midnight - random.int(0, 900);
   const clock = new HistoryClock(clockStart);
   const roll = random.next();
@@ -392,13 +398,9 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const offsets = Array.from({ length: instanceCount }, (_, i) => (instanceCount === 1 ? 0 : Math.round(spread * (i / (instanceCount - 1) - 0.5))));
   const steps = schedule === 'lifetime' ? lifetimeSteps(random, spread) : undefined;
 
-  // A history past the key's memory has a key table of its own: its housekeeper, whose clock is two days on,
-  // would otherwise remove the rows of the histories running beside it, whose clocks are not.
-  const keysTable = schedule === 'memory' ? `HistoryKeysM${index}` : (tables.IDEMPOTENCY_TABLE as string);
-  if (schedule === 'memory') await tableClient(harness.azurite.connectionString, keysTable).createTable();
   const proxy = await startChaosProxy(harness.azurite.port);
   proxy.decide = (kind) => faultFor(faultRandom, level, kind);
-  const settings: Settings = { ...harness.settingsVia(proxy.port), ...tables, IDEMPOTENCY_TABLE: keysTable, DRAW_DAY_TIMEZONE: midnight.zone };
+  const settings: Settings = { ...harness.settingsVia(proxy.port), ...tables, DRAW_DAY_TIMEZONE: midnight.zone };
   const table = (name: string) => tableClient(harness.azurite.connectionString, name);
   const records: BatchRecord[] = [];
   /** Commits an instance has started (its cutoff checked) and not yet seen end: the clock steps past a grace only when there are none. */
@@ -582,28 +584,34 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   // Steps the clients finished before are taken now, so that the settling below is judged past them.
   await (stepTimer ??= takeSteps());
 
-  // Past the key's memory: housekeeping runs while partners reuse their old keys for new batches (allowed
-  // after a key's grace, contract §9), then, across the next midnight, resend those batches as after a lost
-  // answer (within 24 hours, as advised).
-  let housekeeper: Housekeeper | undefined;
+  // Past 48 hours: partners reuse their old keys for new batches (allowed after a key's grace, contract §9)
+  // and resend some old batches under their old keys (answered from their take: the replay, or that the
+  // outcome can no longer be told); then, across the next midnight, they resend the new batches as after a
+  // lost answer (within 24 hours, as advised).
   const reused = new Set<string>();
+  let answeredFromOldTake = 0;
   if (schedule === 'memory') {
     const reuses = plans.flatMap(({ client, intents }) =>
       intents
         .filter((i) => i.key !== undefined && random.chance(0.7))
         .map((i) => ({ client, id: `${i.id}|reuse`, key: i.key as string, batch: batchOf(client, random) })),
     );
-    // Past the housekeeping age of every row of the first phase, by every clock: the housekeeper finds them all.
-    await quietlyStep(() => clock.stepTo(clockStart + KEY_MEMORY_MS + 60 * 60_000 + CLOCK_SPREAD_MS + random.int(0, 3_000)));
-    housekeeper = housekeeperFor(harness, keysTable, clock.offsetBy(random.int(-CLOCK_SPREAD_MS / 2, CLOCK_SPREAD_MS / 2)), random);
-    housekeeper.start();
-    await Promise.all(
-      reuses.map(async (r, i) => {
+    const resends = plans.flatMap(({ client, intents }) => intents.filter((i) => i.key !== undefined && random.chance(0.5)).map((i) => ({ client, ...i })));
+    // Past 48 hours after every take of the first phase, by every clock.
+    await quietlyStep(() => clock.stepTo(clockStart + ROWS_KEPT_MS + CLOCK_SPREAD_MS + random.int(0, 3_000)));
+    await Promise.all([
+      ...reuses.map(async (r, i) => {
         reused.add(`${r.client.partnerId}|${r.key}`);
         await sleep(random.int(0, 60));
         await pursue(r.client, r.id, r, seed + i, 4, 'r');
       }),
-    );
+      ...resends.map(async (r) => {
+        await sleep(random.int(0, 60));
+        const { attempt, done } = send(r.client, r.batch, r.key, false, r.id);
+        await done;
+        if (isReplay(attempt.reply as Reply) || isOutcomeForgotten(attempt.reply as Reply)) answeredFromOldTake += 1;
+      }),
+    ]);
     await Promise.all(inFlight);
     const nextMidnight = midnightAfter(clock.at(Date.now()), midnight.zone);
     await quietlyStep(() => clock.stepTo(nextMidnight - random.int(0, 1_500)));
@@ -611,7 +619,6 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     const lastAnswer = (r: (typeof reuses)[number]) =>
       attempts.filter((a) => a.intent === r.id && a.key === r.key && a.hash === batchHash(r.batch)).pop()?.reply;
     await Promise.all(reuses.filter((r) => lastAnswer(r)?.status !== 400).map((r) => send(r.client, r.batch, r.key, false, r.id).done));
-    await housekeeper.stop();
   }
   await servicer.stop();
   await Promise.all(inFlight);
@@ -633,6 +640,7 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
   const settler = instanceOf(UNHURRIED_TIMEOUTS, settings, clock.now);
   // Past a key's grace a different batch under it is a new submission (§9), so there each key is settled
   // with the last batch its partner sent under it, as a partner's own retry would; within it, with every one.
+  // Past 48 hours, only the keys reused then.
   const settled = new Map<string, Attempt>();
   for (const a of attempts) {
     if (a.key === undefined || (schedule === 'memory' && !reused.has(`${a.partnerId}|${a.key}`))) continue;
@@ -649,20 +657,17 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as Client;
     let { attempt, done } = send(client, a.batch, a.key, true, a.intent, settler);
     await done;
-    for (let waits = 0; waits < 2 && isPending(attempt.reply as Reply); waits++) {
-      // Inside its key's grace: the partner waits what Retry-After says, and then learns the outcome.
+    for (let waits = 0; waits < SETTLING_WAITS && isPending(attempt.reply as Reply); waits++) {
+      // Not known yet (inside its key's grace, or a completion the loans refuse now): the partner waits what
+      // Retry-After says and asks again, until it learns the outcome (at the latest once the key settles).
       clock.step(Number((attempt.reply as Reply).headers['retry-after']) * 1000);
       ({ attempt, done } = send(client, a.batch, a.key, true, a.intent, settler));
       await done;
     }
     const reply = attempt.reply as Reply;
     const tag = `settling ${attempt.key} [${describeBatch(a.batch)}] answered ${summary(reply)}`;
-    // The batch recorded under the key, while the key remembers it (48 hours, contract §9).
-    const remembered = (requestId: string) => {
-      const by = attempts.find((b) => b.reply?.headers['x-request-id'] === requestId);
-      return by === undefined || whileRemembered(clock.now().getTime(), clock.at(by.sentAt), spread);
-    };
-    const mine = recordedBefore.filter((g) => g.hash === a.hash && remembered(g.requestId));
+    // The batch recorded under the key: a take answers for its batch for good (contract §9).
+    const mine = recordedBefore.filter((g) => g.hash === a.hash);
     if (mine.length > 0 && !isReplay(reply))
       violations.push(`${tag}, but the batch was recorded under the key (request ${mine[0].requestId}): expected the replay`);
     if (mine.length === 0 && recordedBefore.length > 0 && reply.status === 204 && !reused.has(`${a.partnerId}|${a.key}`))
@@ -687,13 +692,14 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     loanWrites: servicer.writes,
     retriedAfterLoanChange: retriedAfterLoanChange(attempts, servicer),
     refusalsAnsweredAgain: records.filter((r) => r.reason === REFUSED_BEFORE).length,
-    housekeeping: housekeeper?.tally ?? { removed: 0, kept: 0 },
     takenOverAfterMemory: attempts.filter((a) => a.intent?.endsWith('|reuse') && a.reply !== undefined && isFresh204(a.reply)).length,
+    answeredFromOldTake,
+    completionsRefused: records.filter((r) => r.reason === KEY_OUTCOME_PENDING && r.errors.length > 0).length,
   };
 }
 
 /** A store that counts its commits under way: from the call (the cutoff's check is in it) until it has ended. */
-function countingCommits(store: TableStore, underWay: { count: number }): TableStore {
+function countingCommits(store: Store, underWay: { count: number }): Store {
   return overriding(store, {
     commitDraws: (...args) => {
       underWay.count += 1;
@@ -762,14 +768,6 @@ function describeBatch(batch: readonly Element[]): string {
   return batch.map((e) => `${e.loanNumber}:${e.amount}`).join(' ');
 }
 
-/**
- * Whether a moment (the history's clock) falls while a key remembers a take by an attempt sent at `takenSentAt`
- * (its 48 hours, contract §9), whichever instance's clock judges it.
- */
-function whileRemembered(at: number, takenSentAt: number, spread: number): boolean {
-  return at < takenSentAt + KEY_MEMORY_MS - spread;
-}
-
 /** A request-level error's detail by its name in the catalogue, so a report says which refusal it was. */
 function detailName(detail: string | undefined): string {
   return Object.entries(DETAILS).find(([, text]) => text === detail)?.[0] ?? String(detail);
@@ -834,7 +832,7 @@ function retriedAfterLoanChange(attempts: readonly Attempt[], servicer: LoanServ
   return count;
 }
 
-/** Every promise to partners, checked against what storage holds. `reused`: keys a partner used again for a new batch past their memory. */
+/** Every promise to partners, checked against what storage holds. `reused`: keys a partner used again for a new batch past 48 hours. */
 function checkHistory(
   attempts: readonly Attempt[],
   rows: readonly Row[],
@@ -877,13 +875,9 @@ function checkHistory(
     }
     if (isReplay(reply) && recordedBatch(a).length === 0) say(a, 'a replay, but no batch is recorded under its key with its hash');
     if (a.key !== undefined) {
-      // A definitive answer under a key is never contradicted by what an attempt of that key does afterwards,
-      // while the key remembers: 48 hours after a take it is forgotten (contract §9), and a batch recorded
-      // before that is no longer the key's (a partner reusing the key for the same batch then sends it anew).
-      const recorded = recordedBatch(a).filter((g) => {
-        const by = attemptOf.get(g.requestId);
-        return by === undefined || whileRemembered(answeredClock(a), clockAt(by.sentAt), spread);
-      });
+      // A definitive answer under a key is never contradicted by what an attempt of that key does afterwards:
+      // a take answers for its batch for good (contract §9).
+      const recorded = recordedBatch(a);
       // A refusal stands for 24 hours (contract §9): an attempt judged after that is judged anew (attempts in
       // flight across the clock's steps too: their 24 hours pass in a moment here).
       const refusal = refusalOf(attempts, a) ?? a;
@@ -895,20 +889,9 @@ function checkHistory(
         say(a, `a 400 under the key, but the batch was recorded under it (request ${withinRefusal[0].requestId})`);
       if (saysNothingRecorded(reply) && recorded.length > 0)
         say(a, `told nothing was submitted, but the batch is recorded under its key (request ${recorded[0].requestId}): only "may have been recorded" is true`);
-      // Recorded once while the key remembers: a second recording of the batch is a new submission only when
-      // it was judged after the first one's key was forgotten (48 hours from its take, which came after its
-      // attempt was sent), as when a partner reuses an old key and its corrected batch is the old one again.
-      const recordings = recordedBatch(a).map((g) => attemptOf.get(g.requestId));
-      const again = recordings.some((first, i) =>
-        recordings.some(
-          (second, j) =>
-            i !== j &&
-            (first === undefined ||
-              second === undefined ||
-              (first.sentAt <= second.sentAt && whileRemembered(answeredClock(second), clockAt(first.sentAt), spread))),
-        ),
-      );
-      if (again) say(a, `the batch was recorded ${recordings.length} times under its key while the key remembered it`);
+      // Recorded once under its key, ever: a batch that took its key is never judged anew under it.
+      const recordings = recordedBatch(a);
+      if (recordings.length > 1) say(a, `the batch was recorded ${recordings.length} times under its key`);
     }
     if (isKeyReused(reply)) {
       // Justified only by another batch under the key that was recorded, may have been (a 502), or was in flight meanwhile.
@@ -942,7 +925,7 @@ function checkHistory(
     if (cells.has(cell)) violations.push(`two rows for loan ${r.loanNumber} on ${r.day}`);
     cells.add(cell);
   }
-  // At most one recorded batch per partner and key, across all days (a key reused past its memory may hold a second).
+  // At most one recorded batch per partner and key, across all days (a key reused past 48 hours may hold a second).
   const perKey = new Map<string, Set<string>>();
   for (const r of rows) {
     if (r.key === undefined) continue;
@@ -972,17 +955,20 @@ function checkHistory(
 
 /**
  * Each answer against what the draw rules allowed while its batch's attempts read (the loans may have
- * changed meanwhile): a batch recorded now passed the loan rules (all storage rules but "one draw a day") on versions of its loans that existed then; a
- * refusal listed only what some version refused, and what it left out some version let pass.
+ * changed meanwhile): a batch recorded passed the loan rules (all storage rules but "one draw a day") on
+ * versions of its loans that existed while the attempt that recorded it ran; a refusal listed only what some
+ * version refused, and what it left out some version let pass.
  */
 function checkRules(a: Attempt, attempts: readonly Attempt[], rows: readonly Row[], servicer: LoanServicer, say: (a: Attempt, text: string) => void): void {
   const reply = a.reply as Reply;
   const window = readWindow(attempts, a);
   const errors: { index?: number; code: string }[] = reply.status === 400 ? (reply.body?.errors ?? []) : [];
-  if (isFresh204(reply)) {
+  if (isFresh204(reply) || rows.some((r) => r.requestId === reply.headers['x-request-id'])) {
+    // The attempt that recorded a batch applied the loan rules itself, a keyed retry completing its batch too
+    // (contract §9): on versions of its loans that existed while that attempt ran.
     for (const e of a.batch) {
-      if (!possibleCodes(servicer, a.partnerId, e, window).has('pass'))
-        say(a, `recorded, but no version of loan ${e.loanNumber} while it was read lets ${e.amount} pass the rules`);
+      if (!possibleCodes(servicer, a.partnerId, e, [a.sentAt, a.answeredAt ?? a.sentAt]).has('pass'))
+        say(a, `recorded, but no version of loan ${e.loanNumber} while this attempt ran lets ${e.amount} pass the rules`);
     }
     return;
   }
@@ -1026,9 +1012,9 @@ export function describeHistory(result: HistoryResult): string {
     (a) =>
       `  +${a.sentAt - t0}ms (clock +${formatSpan(a.sentClock - c0)}) ${a.settling ? 'settle ' : ''}${a.client}@${a.instance} ${a.key ?? '(no key)'} [${describeBatch(a.batch)}] → ${a.reply ? summary(a.reply) : '?'} at +${(a.answeredAt ?? t0) - t0}ms${a.told === undefined ? '' : ` (${a.told})`}`,
   );
-  const neighbours = `instances ${result.instances} (clocks ${result.clockSpread} ms apart); loan writes ${result.loanWrites}; housekeeping ${JSON.stringify(result.housekeeping)}`;
+  const neighbours = `instances ${result.instances} (clocks ${result.clockSpread} ms apart); loan writes ${result.loanWrites}`;
   return [
-    `days ${result.days.join(', ')}; clock steps ${result.clockSteps}${result.memory ? ' (past the key memory)' : ''}; ${neighbours}; faults ${JSON.stringify(result.faults)}`,
+    `days ${result.days.join(', ')}; clock steps ${result.clockSteps}${result.memory ? ' (past 48 hours)' : ''}; ${neighbours}; faults ${JSON.stringify(result.faults)}`,
     ...lines,
   ].join('\n');
 }

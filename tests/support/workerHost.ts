@@ -247,29 +247,6 @@ export class WorkerHost {
   }
 
   /**
-   * An invocationRequest to the timer-triggered function `functionName`, as the host sends one when its
-   * schedule falls due: the TimerInfo as JSON. The function's result (Success, or Failure with its message).
-   */
-  async invokeTimer(functionName: string): Promise<{ readonly invocationId: string; readonly result: Message }> {
-    const target = this.functions.find((f) => f.name === functionName);
-    if (target === undefined) throw new Error(`no function ${functionName} was indexed and loaded`);
-    const trigger = target.bindings.find((b) => b.type === 'timerTrigger');
-    const invocationId = randomUUID();
-    const timer = { Schedule: { AdjustForDST: true }, ScheduleStatus: null, IsPastDue: false };
-    this.send({
-      invocationRequest: {
-        invocationId,
-        functionId: target.functionId,
-        inputData: [{ name: trigger?.name, data: { json: JSON.stringify(timer) } }],
-        triggerMetadata: {},
-        traceContext: { traceParent: '', traceState: '', attributes: {} },
-      },
-    });
-    const response = (await this.reply(`invocationResponse ${invocationId}`)).invocationResponse;
-    return { invocationId, result: response.result };
-  }
-
-  /**
    * workerTerminate with this grace period; resolves with the exit code. As the host does, the
    * process is killed when it outlives the grace period (the code is then null).
    */

@@ -231,7 +231,12 @@ describe('request-level errors: the earliest that applies wins (contract §2.2)'
     notArray: { text: DETAILS.notArray, shape: { root: 'object' } },
     batchSize: { text: DETAILS.batchSize(MAX), shape: { root: 'array', elements: MAX + 1 } },
   };
-  const NOT_BY_THE_BODY_READER: readonly DetailKey[] = ['idempotencyKeyForm', 'idempotencyKeyReused', 'idempotencyKeyExpired'];
+  const NOT_BY_THE_BODY_READER: readonly DetailKey[] = [
+    'idempotencyKeyForm',
+    'idempotencyKeyReused',
+    'idempotencyKeyExpired',
+    'idempotencyKeyOutcomeForgotten',
+  ];
   const checked = REQUEST_ERRORS.filter((key) => !NOT_BY_THE_BODY_READER.includes(key));
   const breakOf = (key: DetailKey) => {
     const found = BREAKS[key];

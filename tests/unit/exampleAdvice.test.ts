@@ -4,7 +4,7 @@
  * a new key; after a failure, the same file under the same key. It is copied into partners' projects, so it
  * names the service's texts itself: they are held to the service's here.
  */
-import { KEY_REFUSALS, formatOutcome, type SubmitResult } from '../../examples/submit-draws';
+import { KEY_OUTCOME_FORGOTTEN, KEY_REFUSALS, formatOutcome, type SubmitResult } from '../../examples/submit-draws';
 import { DETAILS } from '../../lib/problem';
 
 const base: SubmitResult = {
@@ -36,6 +36,13 @@ test('after a refusal by the rules: the corrected batch; the unchanged one only 
 test.each([...KEY_REFUSALS])('after "%s": the batch under a new key', (detail) => {
   const text = formatOutcome({ ...base, requestErrors: [{ error: 'Invalid Request', code: 'InvalidRequest', detail }] });
   expect(text).toContain('Send the batch again without --idempotency-key (a new run sends a new key).');
+});
+
+test('after "its outcome can no longer be told": not again until the lender has said (a new key could record it twice)', () => {
+  expect(KEY_OUTCOME_FORGOTTEN).toBe(DETAILS.idempotencyKeyOutcomeForgotten);
+  const text = formatOutcome({ ...base, requestErrors: [{ error: 'Invalid Request', code: 'InvalidRequest', detail: KEY_OUTCOME_FORGOTTEN }] });
+  expect(text).toContain('Do not send this batch again until the lender has told you whether it was recorded.');
+  expect(text).not.toContain('without --idempotency-key');
 });
 
 test("after a refusal of the request's shape: fix it", () => {

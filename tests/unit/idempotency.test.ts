@@ -4,9 +4,8 @@ import {
   CLOCK_TOLERANCE_MS,
   KEY_GRACE_MS,
   KEY_LIFETIME_MS,
-  KEY_MEMORY_MS,
   KEY_REUSED,
-  KEY_ROWS_KEPT_MS,
+  ROWS_KEPT_MS,
   NO_KEY_STATE,
   REFUSAL_LIFETIME_MS,
   batchHash,
@@ -149,19 +148,25 @@ describe('judgeKey', () => {
       'taken by this batch, lifetime and grace over: expired, its day still named',
       holding(record()),
       at(KEY_LIFETIME_MS + KEY_GRACE_MS),
-      { kind: 'expired', day: '2031-04-01', forgotten: false },
+      { kind: 'expired', day: '2031-04-01', known: true },
     ],
     [
       'taken by this batch, the last moment its rows are surely kept',
       holding(record()),
-      at(KEY_MEMORY_MS - 1),
-      { kind: 'expired', day: '2031-04-01', forgotten: false },
+      at(ROWS_KEPT_MS - 1),
+      { kind: 'expired', day: '2031-04-01', known: true },
     ],
     [
-      'taken by this batch, its rows no longer surely kept: forgotten, then a new submission',
+      'taken by this batch, its rows no longer surely kept: still expired, its outcome no longer known (never judged anew)',
       holding(record()),
-      at(KEY_MEMORY_MS),
-      { kind: 'expired', day: '2031-04-01', forgotten: true, afterwards: { kind: 'free' } },
+      at(ROWS_KEPT_MS),
+      { kind: 'expired', day: '2031-04-01', known: false },
+    ],
+    [
+      'taken by this batch, refused under the key later (written by an older release): its take still answers',
+      { holder: { value: record(), etag: 'e1' }, own: { value: refusal, etag: 'e2' } },
+      at(ROWS_KEPT_MS + 60_000),
+      { kind: 'expired', day: '2031-04-01', known: false },
     ],
     ['taken by another batch', holding(record({ hash: 'other' })), at(1), { kind: 'held', holder: record({ hash: 'other' }) }],
     [
@@ -184,18 +189,13 @@ describe('judgeKey', () => {
       { kind: 'mine', day: '2031-04-01', takenAt },
     ],
     [
-      "taken over, and this batch's own take forgotten: the holder decides for the new submission",
+      'taken over, its own take past the time rows are surely kept: still answered from its take',
       {
-        holder: { value: record({ hash: 'other', takenAt: at(KEY_MEMORY_MS - 60_000) }), etag: 'e1' },
+        holder: { value: record({ hash: 'other', takenAt: at(ROWS_KEPT_MS - 60_000) }), etag: 'e1' },
         own: { value: { kind: 'taken', record: record() }, etag: 'e2' },
       },
-      at(KEY_MEMORY_MS),
-      {
-        kind: 'expired',
-        day: '2031-04-01',
-        forgotten: true,
-        afterwards: { kind: 'held', holder: record({ hash: 'other', takenAt: at(KEY_MEMORY_MS - 60_000) }) },
-      },
+      at(ROWS_KEPT_MS),
+      { kind: 'expired', day: '2031-04-01', known: false },
     ],
     ['refused under the key: the same refusal', { own: { value: refusal, etag: 'e2' } }, at(1), { kind: 'refused', errors: refusal.errors, requestId: 'r0' }],
     [
@@ -218,13 +218,15 @@ describe('judgeKey', () => {
         const over = elapsed >= KEY_LIFETIME_MS + KEY_GRACE_MS;
         const expected = !same ? (over ? 'free' : 'held') : elapsed < KEY_LIFETIME_MS ? 'mine' : over ? 'expired' : 'expiring';
         expect(verdict.kind).toBe(expected);
-        if (verdict.kind === 'expired') expect(verdict.forgotten).toBe(elapsed >= KEY_MEMORY_MS);
+        if (verdict.kind === 'expired') expect(verdict.known).toBe(elapsed < ROWS_KEPT_MS);
       }),
     );
     // The last instant that completes the batch and the first that frees the key are the grace apart.
     expect(KEY_GRACE_MS).toBeGreaterThanOrEqual(5 * 60_000);
     // The batch's rows are kept (contract §4) well past the grace, so "expired" can be told from them.
-    expect(KEY_MEMORY_MS).toBeGreaterThan(KEY_LIFETIME_MS + KEY_GRACE_MS);
+    expect(ROWS_KEPT_MS).toBeGreaterThan(KEY_LIFETIME_MS + KEY_GRACE_MS);
+    // The answer that says so names the same 48 hours.
+    expect(DETAILS.idempotencyKeyOutcomeForgotten).toContain(`over ${ROWS_KEPT_MS / 3_600_000} hours ago`);
   });
 
   test('a standing refusal answers the batch unless it holds a binding of its own; whatever the holder', () => {
@@ -257,12 +259,11 @@ describe('judgeKey', () => {
     );
   });
 
-  test("the clocks' tolerance is what is left of the grace's second half once a commit has landed, and housekeeping waits past the key's memory", () => {
+  test("the clocks' tolerance is what is left of the grace's second half once a commit has landed", () => {
     expect(CLOCK_TOLERANCE_MS).toBe(KEY_GRACE_MS / 2 - COMMIT_LANDS_WITHIN_MS);
     expect(CLOCK_TOLERANCE_MS).toBeGreaterThanOrEqual(4 * 60_000);
     // A commit leaves within its deadline and storage carries it out within its 30 s server timeout.
     expect(COMMIT_LANDS_WITHIN_MS).toBeGreaterThanOrEqual(DEFAULT_TIMEOUTS.commitMs + 30_000);
-    expect(KEY_ROWS_KEPT_MS - KEY_MEMORY_MS).toBeGreaterThan(CLOCK_TOLERANCE_MS);
   });
 });
 
