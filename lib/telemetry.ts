@@ -314,7 +314,8 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     // No alert, tile or query reads the SDK's standard metrics, and Application Insights computes the same
     // from the records themselves when they do not say they were counted ("the Application Insights back
     // end still populates the new metrics by aggregating the events received"): a histogram per span, a
-    // counter per log record, a marker of 56 bytes on every dependency and an export a minute, unread.
+    // counter per log record, a marker of 56 bytes on each and an export a minute, unread
+    // (docs/decisions/0222-telemetry-nobody-reads.md).
     enableStandardMetrics: false,
     // Table Storage is recorded per round (lib/storageTelemetry.ts) and the identity provider by
     // tracedFetch: nothing needs the SDK's per-call spans, and the http instrumentation is not in the
