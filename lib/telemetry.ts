@@ -9,6 +9,7 @@ import { useInstrumenter, type Instrumenter } from '@azure/core-tracing';
 import type { InvocationContext } from '@azure/functions';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { TelemetryClient } from 'applicationinsights';
+import { hostname } from 'node:os';
 import { ingestionIdentity } from './identityOnFirstUse';
 import type { ElementError } from './problem';
 import type { StorageDimension } from './storageTelemetry';
@@ -298,6 +299,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   process.env.AZURE_LOG_LEVEL ??= 'error';
   // cloud_RoleName on-call filters by: the function app's name in Azure.
   process.env.OTEL_SERVICE_NAME ??= process.env.WEBSITE_SITE_NAME ?? 'draw-request-service';
+  // cloud_RoleInstance is the host's name, which the exporter asks the system for once per record unless the
+  // resource names the instance: named once here, the same value (an OTEL_RESOURCE_ATTRIBUTES naming it wins).
+  const resource = process.env.OTEL_RESOURCE_ATTRIBUTES ?? '';
+  if (!/(^|,)\s*service\.instance\.id\s*=/.test(resource))
+    process.env.OTEL_RESOURCE_ATTRIBUTES = [resource, `service.instance.id=${hostname()}`].filter((a) => a !== '').join(',');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { TelemetryClient: Client, KnownSeverityLevel } = require('applicationinsights') as typeof import('applicationinsights');
   const client: TelemetryClient = new Client(options.connectionString);
