@@ -25,6 +25,7 @@ import { COMMON_OPTIONS, MAIN_OPTIONS, ROOT } from '../scripts/bundle';
 import { oneCopy, oneDialect, xmlOnFirstUse } from '../scripts/bundlePlugins';
 import { deployedNodeArguments, packagedApp, type PackagedApp } from '../tests/support/packagedApp';
 import type { WorkerHost } from '../tests/support/workerHost';
+import type { LoanPool } from './loanPool';
 import { baselinePackage, type BaselinePackage } from './baseline';
 import { FLOOR_CLIENT, FLOOR_PARTNER } from './floor';
 import { recommended } from './sizes';
@@ -54,8 +55,9 @@ const ROUNDS = Number(process.env.FLOOR_ROUNDS ?? 10);
 const PROD = recommended('prod').concurrency;
 /** Single draws per worker before anything is measured, so V8 has optimised every side's path; batches of 100 too where a side runs them. */
 const WARMUP = { singles: 1_500, batches: 8 };
-/** Single draws at prod's concurrency in the profiled workers' measured window. */
+/** Single draws at prod's concurrency in the profiled workers' measured windows, in chunks taken in turn. */
 const PROFILED = 1_000;
+const PROFILE_CHUNK = 200;
 
 /** The workers: which app, which Node, telemetry on or off. */
 const SIDES = {
@@ -161,7 +163,10 @@ const TELEMETRY_PACKAGES = String.raw`\/node_modules\/(applicationinsights|@open
  */
 const PARTS: readonly { readonly part: string; readonly test: RegExp }[] = [
   { part: 'telemetry: export (envelopes, their JSON, the POST to ingestion)', test: /\/node_modules\/@azure\/monitor-opentelemetry-exporter\// },
-  { part: 'telemetry: standard metrics', test: /\/node_modules\/(@opentelemetry\/sdk-metrics|@azure\/monitor-opentelemetry\/[^/]+\/[^/]+\/metrics)\// },
+  {
+    part: "telemetry: metrics (the SDK's meters and their exports)",
+    test: /\/node_modules\/(@opentelemetry\/sdk-metrics\/|@azure\/monitor-opentelemetry\/.*\/metrics\/)/,
+  },
   {
     part: "telemetry: context (AsyncLocalStorage and Node's promise hooks for it)",
     test: /\/node_modules\/@opentelemetry\/context-async-hooks\/|^node:internal\/async_local_storage/,
@@ -227,15 +232,20 @@ function shortSource(source: string): string {
   return source.startsWith(`${ROOT}/`) ? source.slice(ROOT.length + 1) : source.replace(/^\/(?=[a-z]+\/)/, '');
 }
 
+/** A measured stretch of a profile, µs on the monotonic clock. */
+export interface Window {
+  readonly from: number;
+  readonly to: number;
+}
+
 /**
- * CPU ms per request of each part, in the samples taken between `from` and `to` (µs on the monotonic
- * clock), and the heaviest functions by self time. Idle samples are not CPU.
+ * CPU ms per request of each part, in the samples taken within the windows, and the heaviest functions
+ * by self time. Idle samples are not CPU.
  */
 export function attribute(
   profile: CpuProfile,
   maps: ReadonlyMap<string, SourceMap>,
-  from: number,
-  to: number,
+  windows: readonly Window[],
   requests: number,
 ): { parts: Map<string, number>; self: Map<string, { part: string; ms: number }> } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -268,7 +278,7 @@ export function attribute(
     // A sample stands for the time since the one before it.
     const ms = (next - at) / 1000 / requests;
     at = next;
-    if (next < from || next > to) return;
+    if (!windows.some((w) => next >= w.from && next <= w.to)) return;
     const frame = (byId.get(id) as ProfileNode).callFrame;
     if (frame.functionName === '(idle)' || frame.functionName === '(root)') return;
     const { part } = of(id);
@@ -346,20 +356,36 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
         [pathToFileURL(join(app.appDir, 'dist', 'bundle', 'main.js')).href, await packageMap(app)],
         [pathToFileURL(join(floor.appDir, 'main.js')).href, floor.map],
       ]);
-      const profileOf = async (side: Side) => {
+      // The profiled workers take turns as the measured ones do, in chunks, each window its requests and the
+      // export of what they recorded: load on the shared machine falls on the three alike.
+      const sides = [on(22), off(22), 'floor'] as const;
+      const profiling = new Map<Side, { host: WorkerHost; pool: LoanPool; dir: string; windows: Window[] }>();
+      for (const side of sides) {
         const dir = join(scratch, `profile-${side.replace(/\W+/g, '-')}`);
-        const { host, pool } = await start(side, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-        // The window holds its requests and the export of what they recorded, nothing recorded before it.
-        await settle(EXPORT_SETTLE_MS);
-        const from = monotonicMicros();
-        await runCell(host, pool, token, 1, PROD, PROFILED);
-        await settle(EXPORT_SETTLE_MS);
-        const to = monotonicMicros();
+        profiling.set(side, { ...(await start(side, ['--cpu-prof', `--cpu-prof-dir=${dir}`])), dir, windows: [] });
+      }
+      await inTurn(PROFILED / PROFILE_CHUNK, [
+        {
+          sides,
+          run: async (side) => {
+            const { host, pool, windows } = profiling.get(side) as NonNullable<ReturnType<typeof profiling.get>>;
+            const from = monotonicMicros();
+            const cell = await runCell(host, pool, token, 1, PROD, PROFILE_CHUNK);
+            await settle(EXPORT_SETTLE_MS);
+            windows.push({ from, to: monotonicMicros() });
+            forget();
+            return cell;
+          },
+        },
+      ]);
+      const profileOf = async (side: Side) => {
+        const { host, dir, windows } = profiling.get(side) as NonNullable<ReturnType<typeof profiling.get>>;
         await host.terminate(10_000); // the profile is written as the worker exits
         const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
         if (file === undefined) throw new Error(`bench: the ${side} worker wrote no profile:\n${host.output}`);
         if (process.env.FLOOR_PROFILES_DIR !== undefined) cpSync(join(dir, file), join(process.env.FLOOR_PROFILES_DIR, `${side}.cpuprofile`));
-        return attribute(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, maps, from, to, PROFILED);
+        // The first window is the round not counted.
+        return attribute(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, maps, windows.slice(1), PROFILED);
       };
       const [p, o, f] = [await profileOf(on(22)), await profileOf(off(22)), await profileOf('floor')];
       profiled = {
@@ -381,7 +407,7 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
       date,
       nodes: { 22: versionOf(nodes[22]), 24: versionOf(nodes[24]) },
       nodeArgs,
-      baseline: (before).commit,
+      baseline: before.commit,
       load,
       segments,
       ...profiled,
@@ -430,20 +456,20 @@ export function figures(r: WorkerFloor) {
 export function workerTargetLines(r: WorkerFloor): string[] {
   const { prod, ownVsFloor, singleTelemetry, batchTelemetry } = figures(r);
   const judged = (x: ByRound, bound: number) => (Number.isNaN(x.median) ? '**not met**' : x.median <= bound ? 'met' : '**not met**');
-  const shown = (x: ByRound) => (x.rounds.length === 0 || Number.isNaN(x.median) ? 'not measured' : spread(x));
+  const shown = (x: ByRound) => (x.rounds.length === 0 || Number.isNaN(x.median) ? 'not measured' : `${spread(x)}×`);
   const third = (x: number) => (x === 1 / 3 ? '⅓' : x === 1 / 2 ? '½' : String(x));
   return [
     ...ownVsFloor.map(
       (x) =>
-        `| the package's own CPU per single draw ≤ ${WORKER_TARGETS.ownVsFloor}× the floor's, in the real worker, telemetry off (Node 22), concurrency ${x.concurrency}${x.concurrency === prod ? " (prod's)" : ''} | ${shown(x)}× | ${judged(x, WORKER_TARGETS.ownVsFloor)} |`,
+        `| the package's own CPU per single draw ≤ ${WORKER_TARGETS.ownVsFloor}× the floor's, in the real worker, telemetry off (Node 22), concurrency ${x.concurrency}${x.concurrency === prod ? " (prod's)" : ''} | ${shown(x)} | ${judged(x, WORKER_TARGETS.ownVsFloor)} |`,
     ),
     ...singleTelemetry.map(
       (x) =>
-        `| what telemetry adds per single draw at prod's concurrency (on − off, same rounds) ≤ ${third(WORKER_TARGETS.telemetryVsOwn)} of the package's own CPU, Node ${x.node}${x.node === 22 ? '' : ': reported'} | ${shown(x)}× | ${x.node === 22 ? judged(x, WORKER_TARGETS.telemetryVsOwn) : 'reported'} |`,
+        `| what telemetry adds per single draw at prod's concurrency (on − off, same rounds) ≤ ${third(WORKER_TARGETS.telemetryVsOwn)} of the package's own CPU, Node ${x.node}${x.node === 22 ? '' : ': reported'} | ${shown(x)} | ${x.node === 22 ? judged(x, WORKER_TARGETS.telemetryVsOwn) : 'reported'} |`,
     ),
     ...batchTelemetry.map(
       (x) =>
-        `| what telemetry adds per batch of 100 at prod's concurrency (on − off, same rounds) ≤ ${third(WORKER_TARGETS.telemetryVsBefore[x.node])} of what it added to the package before #32 (${r.baseline}, Node 22), Node ${x.node} | ${shown(x)}× | ${judged(x, WORKER_TARGETS.telemetryVsBefore[x.node])} |`,
+        `| what telemetry adds per batch of 100 at prod's concurrency (on − off, same rounds) ≤ ${third(WORKER_TARGETS.telemetryVsBefore[x.node])} of what it added to the package before #32 (${r.baseline}, Node 22), Node ${x.node} | ${shown(x)} | ${judged(x, WORKER_TARGETS.telemetryVsBefore[x.node])} |`,
     ),
   ];
 }
@@ -476,7 +502,7 @@ export function workerFloorSection(r: WorkerFloor): string[] {
       : [
           `### Where a single draw's CPU goes at concurrency ${figures(r).prod} (\`--cpu-prof\`, Node 22)`,
           '',
-          `One more worker each of the package with telemetry on and off and of the floor, warmed up alike, then ${PROFILED} single draws at prod's concurrency: the samples from the first request until ${EXPORT_SETTLE_MS / 1000} s after the last (the export of what they recorded), with nothing left to export before it. A sample counts for the innermost frame of its stack that belongs to a part, the package's frames mapped to their sources through the bundle's whole source map; the exporter claims everything it calls (its JSON, its HTTP client). Node's sockets and streams count for the code that called them, so what telemetry costs outside its own parts (the exporter's responses arriving, the worker's extra turns) shows as on minus off in the other rows. The profiler adds its own cost, so the milliseconds are larger than those above; the differences are what it attributes.`,
+          `One more worker each of the package with telemetry on and off and of the floor, warmed up alike, then ${PROFILED} single draws at prod's concurrency, in chunks of ${PROFILE_CHUNK} the three take in turn after one round not counted: the samples from a chunk's first request until ${EXPORT_SETTLE_MS / 1000} s after its last (the export of what it recorded), with nothing left to export before it. A sample counts for the innermost frame of its stack that belongs to a part, the package's frames mapped to their sources through the bundle's whole source map; the exporter claims everything it calls (its JSON, its HTTP client). Node's sockets and streams count for the code that called them, so what telemetry costs outside its own parts (the exporter's responses arriving, the worker's extra turns) shows as on minus off in the other rows. The profiler adds its own cost, so the milliseconds are larger than those above; the differences are what it attributes.`,
           '',
           '| part | package ms/request | telemetry off | floor | telemetry (on − off) | the package beyond the floor (off − floor) |',
           '|---|---|---|---|---|---|',

@@ -61,7 +61,7 @@ function profileOf(stacks: readonly (readonly Frame[])[], ms = 1): CpuProfile {
 
 const handler: Frame = { name: 'handle', at: '../../functions/drawRequest.ts' };
 const partsOf = (stacks: readonly (readonly Frame[])[], from = 0, to = Infinity, requests = 1) =>
-  Object.fromEntries(attribute(profileOf(stacks), maps, from, to, requests).parts);
+  Object.fromEntries(attribute(profileOf(stacks), maps, [{ from, to }], requests).parts);
 
 describe('a sample counts for the innermost frame of its stack that belongs to a part', () => {
   test('jose under the token check is the token check; the token check under the handler is not the handler', () => {
@@ -90,7 +90,7 @@ describe('a sample counts for the innermost frame of its stack that belongs to a
     expect(partsOf([[{ name: 'log', at: 'webpack://@azure/functions/src/InvocationContext.ts' }]])).toEqual({ 'adapter (@azure/functions)': 1 });
   });
 
-  test("telemetry in its parts: OpenTelemetry's recording, the promise hooks of its context, the standard metrics", () => {
+  test("telemetry in its parts: OpenTelemetry's recording, the promise hooks of its context, the meters", () => {
     expect(
       partsOf([
         [handler, { name: 'end', at: '../../node_modules/@opentelemetry/sdk-trace-base/build/src/Span.js' }],
@@ -100,7 +100,7 @@ describe('a sample counts for the innermost frame of its stack that belongs to a
     ).toEqual({
       'telemetry: recording (spans, the event, their processors, the rounds)': 1,
       "telemetry: context (AsyncLocalStorage and Node's promise hooks for it)": 1,
-      'telemetry: standard metrics': 1,
+      "telemetry: metrics (the SDK's meters and their exports)": 1,
     });
   });
 
@@ -138,13 +138,12 @@ describe('a sample counts for the innermost frame of its stack that belongs to a
     const { self } = attribute(
       profileOf([[handler, { name: 'pointRead', at: '../../lib/store.ts' }], [{ name: 'log', at: 'webpack://@azure/functions/src/InvocationContext.ts' }]]),
       maps,
-      0,
-      Infinity,
+      [{ from: 0, to: Infinity }],
       1,
     );
     expect([...self.keys()]).toEqual(['pointRead (lib/store.ts)', 'log (@azure/functions/src/InvocationContext.ts)']);
     const worker = { name: 'invoke', url: `file://${ROOT}/vendor/azure-functions-nodejs-worker/dist/src/worker-bundle.js` };
-    expect([...attribute(profileOf([[worker]]), maps, 0, Infinity, 1).self.keys()]).toEqual([
+    expect([...attribute(profileOf([[worker]]), maps, [{ from: 0, to: Infinity }], 1).self.keys()]).toEqual([
       'invoke (vendor/azure-functions-nodejs-worker/dist/src/worker-bundle.js)',
     ]);
   });
