@@ -27,7 +27,7 @@
 import type { TableClient } from '@azure/data-tables';
 import autocannon from 'autocannon';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../dev/azurite';
 import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
@@ -444,6 +444,7 @@ function targetLines(
 
 async function main(): Promise<void> {
   const date = new Date().toISOString();
+  const loadBefore = loadavg()[0];
   let azurite: Azurite | undefined;
   let provider: OidcProvider | undefined;
   let host: DevHostProcess | undefined;
@@ -562,7 +563,7 @@ async function main(): Promise<void> {
     const lines = [
       '# Benchmark results',
       '',
-      `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
+      `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average (1 minute) ${loadBefore.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end (the machine is shared).`,
       `Azurite (in memory), the dev host and the load generator share the machine${placement}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
