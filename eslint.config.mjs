@@ -1,5 +1,5 @@
 // Lint: typescript-eslint's type-checked rules, chosen for the bugs they catch in promise-heavy code
-// (docs/decisions.md, "Lint and format"). Formatting is Prettier's job, not ESLint's.
+// (docs/decisions/0135-lint-and-format.md). Formatting is Prettier's job, not ESLint's.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 

@@ -135,7 +135,7 @@ function pooled(segments: readonly Segment[]): Run {
  * With the load generator beside Azurite instead, storage was slower during the service's segments
  * only, and a measured process that waits longer between events spends more CPU per request (fewer
  * events per wake-up). Unpinned, three busy processes on two cores made the dev host pay for
- * contention the floor never paid. docs/decisions.md, "Performance and cold start", says why.
+ * contention the floor never paid. docs/decisions/0113-how-the-benchmark-measures.md says why.
  */
 const LOAD_GENERATOR_CORE = cpus().length >= 3 ? 2 : 1;
 
@@ -398,7 +398,7 @@ const FINDINGS = [
   "- **What nobody reads (issue #48).** The SDK's standard metrics (a histogram per span, a counter per log record, a marker on every dependency, an export a minute) and the exporter's resource metric (the resource's attributes again with every export) are off: no alert, tile or query reads them, and Application Insights computes the standard metrics from the records (docs/decisions/0222-telemetry-nobody-reads.md). Kept: every record and field on-call reads, and the context manager's promise hooks, which Node 22 runs for every promise while an AsyncLocalStorage is in use and Node 24 does not (its rows above); the trace context passed by hand to every store call instead would change every recording path.",
   "- **Measuring in the worker.** With workers run ABBA, the one whose segment came after the longer pause paid up to a third more CPU for it, whichever package it ran, so rounds now run each worker in turn after one round not counted (here and in the sizes section). callgrind's instruction counts were not repeatable here: one worker's count over 1,000 identical single draws varied by a quarter between windows, as timing decides how many answers one turn of the event loop handles. Under the shared machine's load the package with telemetry on lost most (its exports land on the core the bench's ingestion endpoint shares): each run's load is quoted with its section.",
   '',
-  "What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host's `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler's own parsing and checks are about 15 µs in all (remembered token 3 µs, `parseDrawRequests` of one element 5 µs). The ratio moves with the shared machine's load and with how the processes share its cores, by about ±0.15 across runs (docs/decisions.md, Performance and cold start).",
+  "What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host's `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler's own parsing and checks are about 15 µs in all (remembered token 3 µs, `parseDrawRequests` of one element 5 µs). The ratio moves with the shared machine's load and with how the processes share its cores, by about ±0.15 across runs (docs/decisions/0113-how-the-benchmark-measures.md).",
   '',
 ];
 

@@ -13,7 +13,7 @@
  *  - the configured size is billed, not the memory used.
  * Prices: USD, East US, pay-as-you-go list prices. The on-demand rates are the ones Microsoft's own
  * worked example uses; the always-ready rates are from the pricing page as quoted by several sources
- * (docs/decisions.md says how sure each is). The monthly free grant (100,000 GB-s and 250,000
+ * (docs/decisions/0116-the-cost-model-follows-microsofts-billing-rules.md says how sure each is). The monthly free grant (100,000 GB-s and 250,000
  * executions, on demand only) is left out of the per-million figures and counted in the monthly ones.
  */
 export const PRICES = {
@@ -115,4 +115,45 @@ export function billedAlwaysReady(alwaysReady: number, zoneRedundant: boolean): 
 /** A plan's always-ready baseline for a month, before executions. */
 export function alwaysReadyPlanMonthly(memoryMB: number, alwaysReady: number, zoneRedundant: boolean): number {
   return billedAlwaysReady(alwaysReady, zoneRedundant) * alwaysReadyMonthly(memoryMB);
+}
+
+/**
+ * Table Storage capacity, USD per GB-month, East US: standard LRS tables at $0.045 (third-party quotes of
+ * Microsoft's list price); prod's ZRS is priced here at twice that, a deliberately generous bound. Capacity
+ * is billed on the average stored over the month.
+ */
+export const TABLE_STORAGE = { perGbMonthLrs: 0.045, zrsBound: 2 } as const;
+
+/**
+ * The stored size of an entity (Microsoft's formula for Table Storage: 4 bytes, the keys as UTF-16, and per
+ * property 8 bytes, its name as UTF-16 and its value: a string as UTF-16 plus 4 bytes, a DateTime 8 bytes).
+ */
+export function entityBytes(partitionKey: string, rowKey: string, properties: Readonly<Record<string, string | Date>>): number {
+  const value = (v: string | Date) => (typeof v === 'string' ? v.length * 2 + 4 : 8);
+  return 4 + (partitionKey.length + rowKey.length) * 2 + Object.entries(properties).reduce((sum, [name, v]) => sum + 8 + name.length * 2 + value(v), 0);
+}
+
+/**
+ * What a keyed batch of `loans` distinct loans leaves in IdempotencyKeys (docs/contract.md §4.1): its take's
+ * two rows, the holder and its own row (a UUID key, seven-digit loan numbers, a UUID request id); nothing
+ * removes them.
+ */
+export function keyedBatchBytes(loans: number): number {
+  const hash = 'f'.repeat(64);
+  const columns = {
+    PartnerId: 'PARTNER-0001',
+    IdempotencyKey: '00000000-0000-4000-8000-000000000000',
+    BatchHash: hash,
+    Day: '2031-01-01',
+    LoanNumbers: Array.from({ length: loans }, (_, i) => String(1_000_000 + i)).join(','),
+    RequestId: '00000000-0000-4000-8000-000000000000',
+    TakenAt: new Date(0),
+  };
+  return entityBytes(hash, '', columns) + entityBytes(hash, hash, { ...columns, State: 'Taken' });
+}
+
+/** The month's capacity bill for key rows after `months` of `keyedBatchesPerMonth`, kept for good (ZRS at its bound). */
+export function keyRowsMonthly(keyedBatchesPerMonth: number, loansPerBatch: number, months: number): number {
+  const gb = (keyedBatchesPerMonth * months * keyedBatchBytes(loansPerBatch)) / 1e9;
+  return gb * TABLE_STORAGE.perGbMonthLrs * TABLE_STORAGE.zrsBound;
 }

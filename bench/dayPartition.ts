@@ -1,5 +1,5 @@
 /**
- * `npm run bench:day`: the day partition under load (docs/decisions.md, "The day partition under load").
+ * `npm run bench:day`: the day partition under load (docs/decisions/0050-the-day-partition-is-the-ceiling-beyond-it-the-nothing.md).
  *
  * The built dev host (a process of its own) reaches its own Azurite through a proxy that throttles each
  * partition as Table Storage does (tests/support/storageProxies.ts, startThrottlingProxy: 503 ServerBusy

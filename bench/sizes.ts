@@ -448,7 +448,7 @@ export function sizeTargetLines(sizes: Pick<Sizes, 'results' | 'zip'>): string[]
   return lines;
 }
 
-/** The cost model of docs/decisions.md, from this run's figures (bench/costModel.ts has the rules and prices). */
+/** The cost model of docs/decisions/0116-the-cost-model-follows-microsofts-billing-rules.md, from this run's figures (bench/costModel.ts has the rules and prices). */
 export function costSection(
   results: readonly SizeResult[],
   prod: { memoryMB: number; concurrency: number } = recommended('prod'),

@@ -32,8 +32,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function connectionStringFor(port: number): string {
-  return `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};TableEndpoint=http://127.0.0.1:${port}/${DEV_ACCOUNT};`;
+export function connectionStringFor(port: number, protocol: 'http' | 'https' = 'http'): string {
+  return `DefaultEndpointsProtocol=${protocol};AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};TableEndpoint=${protocol}://127.0.0.1:${port}/${DEV_ACCOUNT};`;
 }
 
 export interface AzuriteOptions {
@@ -41,6 +41,11 @@ export interface AzuriteOptions {
   readonly port?: number;
   /** Keep data on disk in this folder (so it survives a restart) instead of in memory. */
   readonly location?: string;
+  /**
+   * Serve HTTPS with this key and certificate (PEM files) and accept Microsoft Entra bearer tokens besides
+   * the account key (Azurite's OAuth "basic": issuer, audience and lifetime checked, not the signature).
+   */
+  readonly tls?: { readonly key: string; readonly cert: string };
 }
 
 /**
@@ -61,9 +66,10 @@ async function startAzuriteOn(chosen: number, options: AzuriteOptions): Promise<
   const workDir = mkdtempSync(join(tmpdir(), 'azurite-')); // Azurite may write debug files to its cwd
   const main = require.resolve('azurite/dist/src/table/main.js');
   const persistence = options.location === undefined ? ['--inMemoryPersistence'] : ['--location', options.location];
+  const tls = options.tls === undefined ? [] : ['--cert', options.tls.cert, '--key', options.tls.key, '--oauth', 'basic'];
   const child: ChildProcess = spawn(
     process.execPath,
-    [main, ...persistence, '--disableTelemetry', '--skipApiVersionCheck', '--silent', '--tableHost', '127.0.0.1', '--tablePort', String(chosen)],
+    [main, ...persistence, ...tls, '--disableTelemetry', '--skipApiVersionCheck', '--silent', '--tableHost', '127.0.0.1', '--tablePort', String(chosen)],
     { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -83,7 +89,7 @@ async function startAzuriteOn(chosen: number, options: AzuriteOptions): Promise<
   return {
     port: chosen,
     pid: child.pid as number,
-    connectionString: connectionStringFor(chosen),
+    connectionString: connectionStringFor(chosen, options.tls === undefined ? 'http' : 'https'),
     stop: (abrupt = false) =>
       new Promise<void>((resolve) => {
         const done = () => {

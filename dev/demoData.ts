@@ -87,7 +87,7 @@ export async function putPartner(client: TableClient, partner: { clientId: strin
   await client.upsertEntity(row, 'Replace');
 }
 
-/** On-call's stop of one client (docs/contract.md §3.3): a row in the stop list, as scripts/stopClient.sh inserts it. */
+/** On-call's stop of one client (docs/contract.md §3.3): a row in the stop list, as scripts/stopClient.cjs inserts it. */
 export async function putStop(client: TableClient, clientId: string): Promise<void> {
   await client.createEntity({ partitionKey: clientId, rowKey: '', StoppedAt: { value: new Date().toISOString(), type: 'DateTime' }, StopId: 'local' });
 }

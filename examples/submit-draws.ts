@@ -224,7 +224,7 @@ export const DEFAULTS = {
   localClientSecret: 'local-demo',
   localTenantId: '00000000-0000-4000-8000-0000000d3a05',
   scope: 'api://draw-request-service/.default',
-  timeoutSeconds: 60, // above the service's worst-case answer time (docs/partners.md §8)
+  timeoutSeconds: 120, // above the service's worst-case answer time (docs/partners.md §8)
   retryDelaysMs: [1000, 2000],
 } as const;
 

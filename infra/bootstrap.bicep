@@ -41,8 +41,7 @@ param githubRepositoryId string
 
 // Both by default: a repository's form changes without notice to Azure (an opt-in, a rename, a
 // transfer), and credentials for only the form it used to send would stop signing the pipeline in.
-// Narrow it to immutable once the repository sends that form (docs/decisions.md, "GitHub's immutable
-// OIDC subjects").
+// Narrow it to immutable once the repository sends that form (docs/decisions/0092-the-bootstrap-trusts-both-forms-of-githubs-subject-by.md).
 @description('Subject forms the identities trust: both, immutable (repo:owner@id/name@id) or legacy (repo:owner/name).')
 @allowed([
   'both'
@@ -105,7 +104,7 @@ resource lockRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
 // --validation-level ProviderNoRbac, which checks read permissions only); never write, and never read
 // data: */read would include the workspace's and the component's queries (Microsoft: for workspaces it
 // "allows full unrestricted permissions to read the workspace settings and query data"), their data
-// APIs and keys, so those reads are taken out by name (docs/decisions.md, "Identities").
+// APIs and keys, so those reads are taken out by name (docs/decisions/0074-pull-requests-get-no-azure-role.md).
 resource whatIfRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
   name: guid(subscription().id, appName, 'what-if')
   properties: {

@@ -51,7 +51,7 @@ param instanceMemoryMB int = 2048
 param maximumInstanceCount int
 
 // Chosen from measurements of the package in the real worker at each size (bench/results.md):
-// docs/decisions.md, "Instance size, concurrency and cost".
+// docs/decisions/0115-instance-size-concurrency-and-always-ready-chosen-by.md.
 @description('HTTP invocations one instance runs at once (Flex Consumption\'s default is 4, 16 or 32 by size; the bounds are ours, Azure documents none).')
 @minValue(1)
 @maxValue(1000)
@@ -107,7 +107,7 @@ param githubBusinessId string = ''
 @description('Table private endpoints for other systems\' networks (the loan-servicing system): [{ name, location, subnetId, privateDnsZoneId }] (docs/deploy.md, "Who reaches the tables").')
 param externalTableEndpoints array = []
 
-@description('Spread the Flex Consumption plan\'s instances across availability zones; alwaysReady must then be 2 or more, which modules/functionApp.bicep refuses otherwise (docs/decisions.md, "Network isolation and zone redundancy").')
+@description('Spread the Flex Consumption plan\'s instances across availability zones; alwaysReady must then be 2 or more, which modules/functionApp.bicep refuses otherwise (docs/decisions/0102-prod-is-zone-redundant-with-two-always-ready-instances.md).')
 param zoneRedundant bool
 
 // ---------------------------------------------------------------- monitoring
@@ -267,7 +267,7 @@ param minimumSilentRequests int = 3
 @description('Object id of the Microsoft Entra security group whose members are on call for this environment: granted what the runbook\'s steps need (modules/onCallAccess.bicep). Empty: no grants.')
 param onCallGroupObjectId string = ''
 
-// ---------------------------------------------------------------- telemetry budget (docs/decisions.md, "Instance size, concurrency and cost")
+// ---------------------------------------------------------------- telemetry budget (docs/decisions/0119-a-warning-before-ingestion-outgrows-its-budget-not-a-daily.md)
 
 @description('Billable ingestion into the Log Analytics workspace the platform team budgets, in GB a day: expected calls a day times the bytes per call of bench/results.md, times 0.75.')
 @minValue(1)

@@ -267,7 +267,7 @@ const CARRIED_PROPAGATORS = new Set(['tracecontext', 'baggage', 'none']);
  * drop, truncate or delay what it records, send it elsewhere, or reach a part the package does not carry
  * (a stand-in of scripts/bundlePlugins.ts). Each is refused by name when set, with why: an instance so set
  * up is misconfigured, loudly, rather than quietly blind. The whole table, honoured ones included, is in
- * docs/decisions.md, "Telemetry settings"; tests/integration/telemetry.test.ts fails on a variable the
+ * docs/contributing.md §9; tests/integration/telemetry.test.ts fails on a variable the
  * SDK reads that the table does not list.
  */
 export const REFUSED_TELEMETRY_SETTINGS: Readonly<Record<string, string>> = Object.fromEntries(
@@ -358,7 +358,7 @@ export const REFUSED_TELEMETRY_SETTINGS: Readonly<Record<string, string>> = Obje
 
 /**
  * Settings the Application Insights SDK would read to switch telemetry or part of it off, or to use parts
- * the package does not carry (docs/decisions.md, "Telemetry settings"). Refused by name, so that an
+ * the package does not carry (docs/contributing.md §9, docs/decisions/0062-every-telemetry-variable-is-honoured-or-refused-by-name.md). Refused by name, so that an
  * instance set up that way is misconfigured, loudly, rather than silent or half-started.
  */
 function unsupportedTelemetrySettings(env: Settings, problems: string[]): void {

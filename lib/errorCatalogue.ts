@@ -78,7 +78,7 @@ export function documentedDetail(key: DetailKey): string {
 export interface ElementRule {
   /**
    * Its stable name: how documents, tests and code cite it. Never a number: a rule inserted before it
-   * would shift its place (docs/decisions.md, *A draw rule is one declaration*).
+   * would shift its place (docs/decisions/0023-a-draw-rule-is-one-declaration.md).
    */
   readonly name: string;
   /**

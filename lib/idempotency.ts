@@ -132,8 +132,8 @@ export function settledAt(takenAt: Date): number {
 export const REFUSAL_LIFETIME_MS = KEY_LIFETIME_MS;
 
 /**
- * The most instances' clocks may differ while the key's promises hold (docs/decisions.md, "Instances'
- * clocks"). A commit starts before halfway through the grace by its instance's clock, leaves within its
+ * The most instances' clocks may differ while the key's promises hold
+ * (docs/decisions/0046-instances-clocks-are-their-own.md). A commit starts before halfway through the grace by its instance's clock, leaves within its
  * deadline (StoreTimeouts.commitMs, 5 s) and is carried out by storage within its server timeout (30 s,
  * Microsoft's maximum for inserts): it lands within COMMIT_LANDS_WITHIN_MS of starting. Another instance
  * declares the outcome final at the grace's end by its own clock: the second half of the grace less that

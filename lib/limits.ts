@@ -1,6 +1,6 @@
 /**
  * Every bound on what a request may send, in one place. Each is checked before the work it bounds,
- * so request-controlled data meets at most linear work (docs/decisions.md, "Input limits").
+ * so request-controlled data meets at most linear work (docs/decisions/0017-every-bound-on-a-request-is-in-one-module-and-checked.md).
  */
 export const LIMITS = {
   /** Raw request body. */

@@ -86,7 +86,7 @@ export function unauthorized(requestId: string, tokenSent: boolean): HttpRespons
  * `Retry-After` (seconds) on a 502 that says nothing was submitted (docs/contract.md §2.5): the usual
  * cause under load is a throttled day partition (503 ServerBusy), whose budget is per second; 2 s is
  * the first step of the backoff Microsoft's Table storage checklist gives for ServerBusy, and lets a
- * second's budget refill after the work in flight (docs/decisions.md, "The day partition under load").
+ * second's budget refill after the work in flight (docs/decisions/0050-the-day-partition-is-the-ceiling-beyond-it-the-nothing.md).
  */
 export const RETRY_AFTER_SECONDS = 2;
 

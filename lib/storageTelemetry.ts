@@ -1,5 +1,5 @@
 /**
- * Table Storage as on-call reads it (docs/decisions.md, "Storage telemetry: one dependency per round"):
+ * Table Storage as on-call reads it (docs/decisions/0059-one-dependency-per-storage-round.md):
  * one dependency per storage round a request makes (the partner read, the batch's read round, the key's
  * read, the key take, the commit, a day's rows), and one more per storage call that failed, with its
  * status, storage error code, table, partition and row. The Azure SDK's own spans (an operation span,

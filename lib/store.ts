@@ -512,9 +512,11 @@ export class TableStore {
   }
 
   /**
-   * A point query (PartitionKey and RowKey both fixed): one request, like getEntity, but a missing
-   * row is an empty 200 rather than a 404, so the normal "no draw yet today" is not a failed
-   * dependency and an exception in telemetry on every accepted request.
+   * A point query (PartitionKey and RowKey both fixed): like getEntity, but a missing row is an empty 200
+   * rather than a 404, so the normal "no draw yet today" is not a failed dependency and an exception in
+   * telemetry on every accepted request. Storage may answer a query with no rows and a continuation
+   * ("Query Timeout and Pagination"): the pages are followed, within the operation's deadline, until a
+   * row or the end, so an empty first page never reads as "no row" (a stopped client served, a loan missing).
    */
   private async pointRead(
     signal: AbortSignal,
@@ -525,8 +527,8 @@ export class TableStore {
   ): Promise<TableEntityResult<Record<string, unknown>> | undefined> {
     const filter = odata`PartitionKey eq ${partitionKey} and RowKey eq ${rowKey}`;
     const pages = client.listEntities<Record<string, unknown>>({ ...this.attempt(signal), queryOptions: { filter, select } }).byPage({ maxPageSize: 1 });
-    const first = await pages.next();
-    return first.done ? undefined : first.value[0];
+    for await (const page of pages) if (page.length > 0) return page[0];
+    return undefined;
   }
 
   /**

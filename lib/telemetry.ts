@@ -295,7 +295,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   // The distro sets the Azure SDK's logger to `warning` when AZURE_LOG_LEVEL is unset, and every commit
   // then writes "The baseUri option for SDK Clients has been deprecated" (@azure/data-tables builds a
   // client per transaction) to the host's log: a line per batch that tells on-call nothing. Errors still
-  // print; an AZURE_LOG_LEVEL that is set wins (docs/decisions.md, "Telemetry settings").
+  // print; an AZURE_LOG_LEVEL that is set wins (docs/contributing.md §9).
   process.env.AZURE_LOG_LEVEL ??= 'error';
   // cloud_RoleName on-call filters by: the function app's name in Azure.
   process.env.OTEL_SERVICE_NAME ??= process.env.WEBSITE_SITE_NAME ?? 'draw-request-service';

@@ -2,7 +2,7 @@
  * The deployable entry as one file (for cold start): esbuild bundles functions/main.ts and
  * what it imports into dist/bundle/main.js, so the host loads one file instead of resolving and
  * reading hundreds of modules. Application Insights is bundled too, in the form scripts/bundlePlugins.ts
- * gives it (docs/decisions.md, "The package is one bundle"); only `@azure/functions-core`, which the
+ * gives it (docs/decisions/0104-the-package-is-one-esbuild-bundle.md); only `@azure/functions-core`, which the
  * Functions host provides at run time, is left outside. Beside main.js: managedIdentity.js and
  * coreXml.js (loaded on first use), the source maps, and THIRD-PARTY-NOTICES.txt.
  */

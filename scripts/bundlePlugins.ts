@@ -99,7 +99,7 @@ const MO = '@azure/monitor-opentelemetry/dist/commonjs';
  * Every import of a stand-in in the bundle (read from esbuild's metafile), with the settings through
  * which the importing code could use it. The package test fails on an import not listed here: a new
  * code path to a part the package does not carry must be looked at, and its settings refused, before it
- * ships (docs/decisions.md, "Telemetry settings"). tests/unit/config.test.ts refuses each `reachedBy`.
+ * ships (docs/contributing.md §9). tests/unit/config.test.ts refuses each `reachedBy`.
  */
 export const STAND_IN_PATHS: readonly StandInPath[] = [
   {
@@ -221,7 +221,7 @@ export const ONE_COPY = /^(@opentelemetry\/[^/]+|import-in-the-middle|require-in
  * Steps between 0.x minors merged anyway, each one checked: the telemetry suite
  * (tests/integration/telemetry.test.ts) runs under the real worker on the bundle that merges them.
  * `<package> <from>` → `<to>`. A step not listed leaves two copies, which the package test refuses
- * until the step is checked and listed here (docs/decisions.md, "The package is one bundle").
+ * until the step is checked and listed here (docs/decisions/0105-one-copy-of-each-opentelemetry-package-and-one-build-of.md).
  */
 export const CHECKED_STEPS: Readonly<Record<string, string>> = {
   '@opentelemetry/instrumentation 0.211': '0.221',

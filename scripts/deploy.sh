@@ -207,17 +207,17 @@ if runs partners; then
   echo "partners written: $count"
   # A lifted stop is removed only if it is still the stop the reviewed change names (its StopId): a client
   # stopped again since keeps its new stop. The delete matches the row's ETag as read.
+  # Only stdout is parsed: the CLI may write warnings on stderr even when it succeeds.
+  errors="$(mktemp)"
   while IFS=$'\t' read -r client _ _ lift; do
     [ -n "$client" ] && [ -n "${lift:-}" ] || continue
     if ! stop="$(az storage entity show --auth-mode login --account-name "$account" --table-name "$stops" \
-      --partition-key "$client" --row-key "" --query "[StopId, etag]" --output tsv 2>&1)"; then
-      case "$stop" in
-        *ResourceNotFound*)
-          echo "stop ${lift} of client ${client}: not on the stop list (lifted already)"
-          continue
-          ;;
-      esac
-      echo "the stop list row of ${client} could not be read: ${stop}" >&2
+      --partition-key "$client" --row-key "" --query "[StopId, etag]" --output tsv 2>"$errors")"; then
+      if grep -q 'ResourceNotFound' "$errors"; then
+        echo "stop ${lift} of client ${client}: not on the stop list (lifted already)"
+        continue
+      fi
+      echo "the stop list row of ${client} could not be read: $(cat "$errors")" >&2
       exit 1
     fi
     # tsv prints a list's items one per line: the stop's id, then its ETag.
@@ -233,6 +233,7 @@ if runs partners; then
       --partition-key "$client" --row-key "" --if-match "$etag" --output none
     echo "stop ${lift} of client ${client} lifted"
   done <<<"$rows"
+  rm -f "$errors"
   # The stop-client workflow cannot read the deployment (its identity may read the Partners table only):
   # it writes the account the pipeline file names, which must be this one.
   if [ -n "$stop_account" ] && [ "$stop_account" != "$account" ]; then

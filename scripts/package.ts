@@ -36,8 +36,7 @@ import * as yauzl from 'yauzl';
 import { BUNDLE_EXTERNALS } from './bundle';
 
 /**
- * Limits the written zip must stay under: the cold-start budget (docs/decisions.md, "The package is one
- * bundle"): 5 MiB zipped. Today's package is about a fifth of each; one that pulled the SDK's
+ * Limits the written zip must stay under: the cold-start budget (docs/decisions/0107-the-package-carries-its-licences-and-keeps-to-a-budget.md): 5 MiB zipped. Today's package is about a fifth of each; one that pulled the SDK's
  * node_modules tree back in (21.7 MiB, 18,557 files) fails at once.
  */
 export const PACKAGE_LIMITS = {

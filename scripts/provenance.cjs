@@ -5,7 +5,8 @@
 // Microsoft Graph power (docs/deploy.md, Rollback): only reviewed code on main may get there.
 // "This repository" is the one infra/env/<env>.pipeline.json pins (`githubRepository`, committed with the
 // bootstrap's outputs), never whatever `gh repo view` or GH_REPO names: a fork's own pushes to its main
-// would pass every other check.
+// would pass every other check. A release older than the tables' current layout is safe with is refused
+// too (infra/rollbackFloor.json): its commit must contain each commit that file names.
 //
 // Usage: node scripts/provenance.cjs <run id> --environment <dev|prod> --repository <owner/name> [--this-run <run id>]
 //   --environment  the environment deployed: its infra/env/<env>.pipeline.json (this checkout's) pins the repository
@@ -23,6 +24,8 @@ const BRANCH = 'main';
 /** This checker's checkout: its pipeline files pin the repository (scripts/rollback.sh first proves it main's). */
 const ROOT = join(__dirname, '..');
 const REPOSITORY_NAME = /^[\w.-]+\/[\w.-]+$/;
+/** The oldest release each part of the tables' current layout is safe with: this checkout's. */
+const FLOOR_FILE = join(ROOT, 'infra', 'rollbackFloor.json');
 
 /** Why the asking repository is not the pinned one: refused before the run is read. */
 const PRECONDITIONS = {
@@ -44,6 +47,13 @@ const REFUSALS = {
     `it ${c.run.status === 'completed' ? `concluded ${c.run.conclusion}` : `is ${c.run.status}`}, not success: its build or tests did not pass`,
   ERR_RUN_REPOSITORY: (c) => `the run belongs to ${c.run.repository?.full_name ?? 'no repository'}, not ${c.repository}`,
   ERR_RUN_FORK: (c) => `its code came from ${c.run.head_repository?.full_name ?? 'a repository GitHub no longer knows'}, not ${c.repository} (a fork)`,
+};
+
+/** Why a release may not be deployed over today's tables. */
+const TOO_OLD = {
+  ERR_RUN_BEFORE_LAYOUT: (c) =>
+    `its commit ${c.run.head_sha} does not contain ${c.layout.since} (${c.layout.table}): releases before it ${c.layout.olderReleases}. First: ${c.layout.first}`,
+  ERR_LAYOUT_UNPROVEN: (c) => `GitHub could not compare its commit ${c.run.head_sha} with ${c.layout.since} (${c.layout.table}): ${c.reason}`,
 };
 
 const same = (a, b) => typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
@@ -173,7 +183,31 @@ function main(argv) {
       `Deploy a successful run of ${WORKFLOW_PATH} for a push to ${BRANCH}: gh run list -R ${repository} -w deploy.yml -b ${BRANCH} -e push -s success`,
     );
   }
+  // A push deploying its own build is main's newest commit, which holds every commit of the floor.
+  if (thisRun !== runId) {
+    const unsafe = floorRefusals(repository, run.value);
+    if (unsafe.length > 0) {
+      const reasons = unsafe.map(([code, layoutContext]) => `  ${code}: ${TOO_OLD[code]({ ...layoutContext, run: run.value })}\n`).join('');
+      process.stderr.write(
+        `run ${runId} is older than the tables' current layout is safe with (infra/rollbackFloor.json); nothing of it is downloaded or deployed:\n${reasons}`,
+      );
+      process.exit(1);
+    }
+  }
   process.stdout.write(`run ${runId} is a release: a successful push to ${BRANCH} of ${WORKFLOW_PATH} in ${repository}, commit ${run.value.head_sha}\n`);
+}
+
+/**
+ * Each layout of infra/rollbackFloor.json the run's commit does not contain, by GitHub's compare of the
+ * layout's commit with the run's ("ahead" or "identical": the run's commit has it in its history).
+ */
+function floorRefusals(repository, run) {
+  const { layouts } = JSON.parse(readFileSync(FLOOR_FILE, 'utf8'));
+  return layouts.flatMap((layout) => {
+    const compared = get(`repos/${repository}/compare/${layout.since}...${run.head_sha}`);
+    if (compared.value === undefined) return [['ERR_LAYOUT_UNPROVEN', { layout, reason: compared.reason }]];
+    return ['ahead', 'identical'].includes(compared.value.status) ? [] : [['ERR_RUN_BEFORE_LAYOUT', { layout }]];
+  });
 }
 
 main(process.argv.slice(2));

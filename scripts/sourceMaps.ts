@@ -3,7 +3,7 @@
  * functions/). Node with --enable-source-maps reads and parses the map of every module it loads, at
  * load, and keeps it in memory for the instance's life: the whole bundle's map, nearly all of it the
  * libraries' mappings and names, was part of every cold start and of the RSS above the empty worker
- * (docs/decisions.md, "Bounds on what the package adds"). What on-call reads in a logged stack is the
+ * (docs/decisions/0057-logged-stacks-name-the-services-typescript-sources.md). What on-call reads in a logged stack is the
  * service's frames; a library's frame keeps its method name and its place in the bundle.
  */
 import { decode, encode, type SourceMapMappings, type SourceMapSegment } from '@jridgewell/sourcemap-codec';

@@ -131,15 +131,15 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   properties: {
     reserved: true
     // Can be switched on an existing Flex Consumption plan in a region that supports it
-    // (az functionapp list-flexconsumption-locations --zone-redundant): docs/decisions.md, 2026-11-26.
+    // (az functionapp list-flexconsumption-locations --zone-redundant): docs/decisions/0102-prod-is-zone-redundant-with-two-always-ready-instances.md.
     zoneRedundant: zoneRedundant
   }
 }
 
 // Microsoft: "No less than two always-ready instances can be configured per function or function group
-// while zone redundancy is enabled" (Flex Consumption plan, docs/decisions.md "Network isolation and zone
-// redundancy"). Refused by name rather than raised, so the parameters file states what Azure runs and bills.
-var alwaysReadyCount = zoneRedundant && alwaysReady < 2 ? fail('alwaysReady is ${alwaysReady}, but a zone-redundant Flex Consumption plan needs at least 2 always-ready instances: set alwaysReady to 2 or more in the parameters file (docs/decisions.md, "Network isolation and zone redundancy")') : alwaysReady
+// while zone redundancy is enabled" (Flex Consumption plan; docs/decisions/0102-prod-is-zone-redundant-with-two-always-ready-instances.md).
+// Refused by name rather than raised, so the parameters file states what Azure runs and bills.
+var alwaysReadyCount = zoneRedundant && alwaysReady < 2 ? fail('alwaysReady is ${alwaysReady}, but a zone-redundant Flex Consumption plan needs at least 2 always-ready instances: set alwaysReady to 2 or more in the parameters file (docs/decisions/0102-prod-is-zone-redundant-with-two-always-ready-instances.md)') : alwaysReady
 
 // Always-ready instances of the HTTP trigger group (the function's group is `http`); none scales to zero.
 var alwaysReadyGroups = alwaysReadyCount == 0 ? [] : [

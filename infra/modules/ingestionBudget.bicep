@@ -1,5 +1,5 @@
-// A warning to the platform team before telemetry ingestion outgrows what they budgeted (docs/decisions.md,
-// "Instance size, concurrency and cost": no daily cap, which would drop data and blind on-call's alerts).
+// A warning to the platform team before telemetry ingestion outgrows what they budgeted (docs/decisions/0119-a-warning-before-ingestion-outgrows-its-budget-not-a-daily.md:
+// no daily cap, which would drop data and blind on-call's alerts).
 // A log search alert on the workspace's Usage table (hourly records per table; Quantity in MB): the
 // billable volume of the last 24 hours, as a share of the daily budget, evaluated every hour. Severity 3:
 // a warning to the platform team's action group, never a page to on-call. Nothing is dropped.

@@ -6,7 +6,7 @@
 // (GitHub.Network/networkSettings), the write path of the Partners rows once storage is closed.
 //
 // Zones: a virtual network, its subnets and private endpoints span every availability zone of the region,
-// and private DNS zones are global; none of them has a zone to choose (docs/decisions.md, 2026-11-26).
+// and private DNS zones are global; none of them has a zone to choose (docs/decisions/0103-a-lost-region-is-waited-out.md).
 
 @description('Virtual network name.')
 param name string
@@ -41,7 +41,7 @@ var runnerSubnetName = 'snet-runners'
 
 // Each subnet's network security group allows, on 443, the service tags its callers need, named. No rule
 // denies other outbound traffic (Azure's default rules allow the internet): an egress allow-list is the
-// lender's network team's decision (docs/decisions.md, 2026-11-26), and these rules are where it starts.
+// lender's network team's decision (docs/decisions/0098-network-security-groups-name-what-is-allowed-and-deny-no.md), and these rules are where it starts.
 
 // The app's subnet: the private endpoints (blob, table), Microsoft Entra ID (the tenant's OpenID metadata
 // and signing keys) and Azure Monitor (Application Insights ingestion). Inbound rules do not apply to a
@@ -97,7 +97,7 @@ resource appNsg 'Microsoft.Network/networkSecurityGroups@2024-05-01' = {
 
 // The runners' subnet: our own group, not GitHub's actions-nsg-deployment.bicep (which allows GitHub's
 // addresses by IP and, in its earlier versions, denied Internet outbound; GitHub is retiring it for domain
-// rules: docs/decisions.md, "Network isolation and zone redundancy"). It names what the deploy job calls,
+// rules: docs/decisions/0098-network-security-groups-name-what-is-allowed-and-deny-no.md). It names what the deploy job calls,
 // all on 443: the network, Storage (where the Actions service keeps artifacts and logs, as in GitHub's),
 // Microsoft Entra ID (sign-in), Azure Resource Manager (the deployment), App Service (the code deployment,
 // the smoke check) and the Microsoft Container Registry (the Bicep Microsoft Graph extension). With no
@@ -290,7 +290,7 @@ resource links 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2024-06-01
 // What GitHub's runner group names to place its runners in this subnet: the organization's network
 // configuration takes this resource's GitHubId tag (set by the provider; docs/deploy.md, "Network isolation").
 // No `tags`: a redeployment would replace the provider's tags with ours, GitHubId gone; sent without tags,
-// as GitHub's own script creates it (docs/decisions.md, "Network isolation and zone redundancy").
+// as GitHub's own script creates it (docs/decisions/0099-githubs-githubid-tag-is-left-to-github.md).
 resource runnerNetworkSettings 'GitHub.Network/networkSettings@2024-04-02' = if (!empty(githubBusinessId)) {
   name: 'ghns-${name}'
   location: location

@@ -40,7 +40,7 @@ describe('the partner lookup is cached for at most five minutes', () => {
   test('a client on the stop list is refused once the cached answer is older than 5 minutes, its Partners row untouched, and until the stop is lifted', async () => {
     h.rebuild({ now: clock.now });
     expect((await h.post([draw(await h.loan())])).status).toBe(204);
-    await putStop(h.table('stops'), CLIENT); // what scripts/stopClient.sh inserts
+    await putStop(h.table('stops'), CLIENT); // what scripts/stopClient.cjs inserts
     const loan = await h.loan();
 
     clock.advance(4 * 60 * 1000 + 59 * 1000);

@@ -1,5 +1,5 @@
 /**
- * The day partition under load (docs/decisions.md, "The day partition under load"): a proxy in front
+ * The day partition under load (docs/decisions/0050-the-day-partition-is-the-ceiling-beyond-it-the-nothing.md): a proxy in front
  * of a real Azurite throttles every partition at an entity rate, as Table Storage does (503 ServerBusy
  * beyond it). Concurrent keyed and unkeyed batches of several sizes overrun today's DrawRequests
  * partition; every answer is checked against storage, then every 502 is retried as partners are told

@@ -22,6 +22,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { HttpResponseInit } from '@azure/functions';
+import { localCertificateAuthority, loopbackServerCertificate } from '../../dev/localCertificates';
 import { DETAILS, accepted, badRequest, dependencyFailed, unauthorized } from '../../lib/problem';
 import {
   EARLIER_CREDENTIALS,
@@ -76,6 +77,13 @@ const REPOSITORY: GitHubRepository = {
   immutableSubject: true,
   subjectClaimKeys: SUBJECT_CLAIM_KEYS,
 };
+/** infra/rollbackFloor.json: the commits whose layout every release deployed must contain. */
+const FLOOR = (
+  JSON.parse(readFileSync(join(ROOT, 'infra', 'rollbackFloor.json'), 'utf8')) as { layouts: Array<{ table: string; since: string; first: string }> }
+).layouts;
+/** The commit the tests' releases are built from (a run's head_sha), and one from before every layout of the floor. */
+const RELEASE_COMMIT = 'c0ffee'.padEnd(40, '0');
+const OLDER_COMMIT = '01de57'.padEnd(40, '0');
 /** The team that reviews prod's deployments (scripts/githubSettings.cjs apply prod --reviewer-team). */
 const PROD_REVIEWERS = '4242';
 /** Its owner/name: github.repository, and the full_name GitHub's REST API gives. */
@@ -103,6 +111,9 @@ const IDENTITIES: Record<string, { env: 'dev' | 'prod'; identity: string }> = Ob
     [TARGETS[env].stopClientId, { env, identity: `id-drawreq-${env}-stop` }],
   ]),
 );
+/** Credentials by the identity they belong to, as the Azure CLI stand-in lists them. */
+const credentialsByIdentity = (credentials: readonly FederatedCredential[]): Record<string, FederatedCredential[]> =>
+  credentials.reduce<Record<string, FederatedCredential[]>>((all, c) => ({ ...all, [c.identity]: [...(all[c.identity] ?? []), c] }), {});
 /** The bootstrap's federated credentials for this repository, by environment (githubSubjectFormat left to its default). */
 let CREDENTIALS: Record<'dev' | 'prod', FederatedCredential[]>;
 const bootstrapped = (env: 'dev' | 'prod', format?: string) =>
@@ -168,8 +179,49 @@ beforeAll(async () => {
   const port = await new Promise<string>((resolve) => app.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   url = `http://127.0.0.1:${port}`;
 });
+/**
+ * The Table service of the stand-in's accounts (tests/support/tableServiceStandIn.cjs), for scripts/stopClient.cjs:
+ * a process of its own too, reading the test's state through the function app's config file; one port outside
+ * any network, one inside prod's.
+ */
+let tableService: ChildProcess;
+let tablePorts: Record<string, number>;
+/** The CA the Table service's certificate is from, which scripts trust as a runner trusts Azure's (NODE_EXTRA_CA_CERTS). */
+let tableCa: string;
+beforeAll(async () => {
+  const certificates = mkdtempSync(join(tmpdir(), 'pipeline-tls-'));
+  const ca = await localCertificateAuthority(certificates);
+  const server = await loopbackServerCertificate(ca);
+  writeFileSync(join(certificates, 'key.pem'), server.key);
+  writeFileSync(join(certificates, 'cert.pem'), server.cert);
+  tableCa = ca.certPath;
+  const args = [
+    join(ROOT, 'tests', 'support', 'tableServiceStandIn.cjs'),
+    appConfig,
+    join(certificates, 'key.pem'),
+    join(certificates, 'cert.pem'),
+    PROD_NETWORK,
+  ];
+  tableService = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  tablePorts = await new Promise((resolve) =>
+    tableService.stdout?.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()) as Record<string, number>)),
+  );
+});
+/** GitHub's OIDC token endpoint for the jobs (tests/support/oidcTokenStandIn.cjs), and the folder the runner tells it each job's claims in. */
+let oidc: { url: string; folder: string };
+let oidcTokens: ChildProcess;
+beforeAll(async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'pipeline-oidc-'));
+  oidcTokens = spawn(process.execPath, [join(ROOT, 'tests', 'support', 'oidcTokenStandIn.cjs'), folder], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => oidcTokens.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
+  oidc = { url: `http://127.0.0.1:${port}`, folder };
+});
+/** Where an account's Table service answers a caller in `network` (none: outside every network), as TABLES_ENDPOINT. */
+const tablesEndpoint = (account: string, network?: string) => `https://127.0.0.1:${tablePorts[network ?? 'public']}/${account}`;
 afterAll(() => {
   app?.kill();
+  tableService?.kill();
+  oidcTokens?.kill();
 });
 
 interface AppRequest {
@@ -288,12 +340,28 @@ function workspace(): Setup {
       groups: ['rg-drawreq-dev', 'rg-drawreq-prod'],
       deployments: {},
       tableAccess: TABLE_ACCESS,
+      federatedCredentials: credentialsByIdentity([...CREDENTIALS.dev, ...CREDENTIALS.prod]),
     }),
   );
   const ghState = join(dir, 'gh-state.json');
-  writeFileSync(ghState, JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {} }));
+  // Main's history as GitHub compares it: an old release's commit, the floor's commits, then the releases'.
+  const history = [OLDER_COMMIT, ...FLOOR.map((l) => l.since), RELEASE_COMMIT];
+  // GitHub's OIDC settings name the immutable prefix this repository's tokens carry (docs/deploy.md, "Which subject GitHub sends").
+  const ids = { owner: Number(REPOSITORY.ownerId), repository: Number(REPOSITORY.id) };
+  const subClaimPrefix = `repo:${REPOSITORY.owner}@${REPOSITORY.ownerId}/${REPOSITORY.name}@${REPOSITORY.id}`;
+  writeFileSync(
+    ghState,
+    JSON.stringify({ repository: FULL_NAME, workflows: { 'deploy.yml': DEPLOY_WORKFLOW }, runs: {}, environments: {}, history, ids, subClaimPrefix }),
+  );
   // GitHub's settings as a repository admin applies them (docs/deploy.md, "GitHub's settings as code").
-  const ghEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, GH_STATE: ghState, GH_LOG: join(dir, 'gh-setup.log') };
+  const ghEnv = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
+    GH_STATE: ghState,
+    GH_LOG: join(dir, 'gh-setup.log'),
+    AZ_STATE: state,
+    AZ_LOG: join(dir, 'az-setup.log'),
+  };
   for (const args of [
     ['apply', 'dev'],
     ['apply', 'prod', '--reviewer-team', PROD_REVIEWERS],
@@ -301,7 +369,7 @@ function workspace(): Setup {
     const applied = spawnSync(process.execPath, [join(ws, 'scripts', 'githubSettings.cjs'), ...args], { env: ghEnv, encoding: 'utf8' });
     if (applied.status !== 0) throw new Error(applied.stderr);
   }
-  writeFileSync(appConfig, JSON.stringify(appSettings(state)));
+  writeFileSync(appConfig, JSON.stringify({ ...appSettings(state), azLog: join(dir, 'az.log') }));
   rmSync(appLog, { force: true });
   // prod as it stands after phase 1 of docs/deploy.md's migration (isolated, storage still public), which
   // its parameters file, closing storage, must follow: deployed by the stand-in itself, then its log removed.
@@ -346,7 +414,7 @@ function ghRun(id: string, fields: Record<string, unknown> = {}): Record<string,
     id: Number(id),
     name: 'deploy',
     head_branch: 'main',
-    head_sha: 'c0ffee'.padEnd(40, '0'),
+    head_sha: RELEASE_COMMIT,
     path: DEPLOY_WORKFLOW.path,
     run_attempt: 1,
     event: 'push',
@@ -457,6 +525,9 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
   GH_STATE: setup.ghState,
   GH_LOG: setup.ghLog,
   GH_ARTIFACTS: setup.artifacts,
+  // The packages `npm ci --omit=dev` installs on a runner (stop-client.yml): this checkout's.
+  NODE_PATH: join(ROOT, 'node_modules'),
+  NODE_EXTRA_CA_CERTS: tableCa,
   SMOKE_RETRY_SECONDS: '0',
   SMOKE_ATTEMPTS: '3',
   DEPLOY_RETRY_SECONDS: '0',
@@ -469,7 +540,14 @@ const standInEnv = (setup: Setup): Record<string, string> => ({
 function runOther(
   setup: Setup,
   file: string,
-  run: { event: 'push' | 'workflow_dispatch'; ref?: string; inputs?: Record<string, unknown>; runId: string; tokens: Array<[string, string]> },
+  run: {
+    event: 'push' | 'workflow_dispatch';
+    ref?: string;
+    inputs?: Record<string, unknown>;
+    runId: string;
+    tokens: Array<[string, string]>;
+    runner?: (runsOn: unknown) => Record<string, string>;
+  },
 ): RunRecord {
   return runWorkflow(file, {
     workspace: setup.workspace,
@@ -479,8 +557,11 @@ function runOther(
     runId: run.runId,
     artifacts: setup.artifacts,
     env: standInEnv(setup),
+    // npm ci's packages are this checkout's (NODE_PATH).
+    skip: (step) => /^npm /.test(step.run ?? ''),
     repository: signing(setup),
-    runner: runnerEnv,
+    oidc,
+    runner: run.runner ?? runnerEnv,
     environment: githubEnvironments(setup),
     login: (clientId, token) => {
       run.tokens.push([clientId, token.sub]);
@@ -496,7 +577,13 @@ function run(
   setup: Setup,
   runId: string,
   inputs?: Record<string, unknown>,
-  oidc: { repository?: GitHubRepository; credentials?: Record<'dev' | 'prod', FederatedCredential[]>; tokens?: Array<[string, string]>; ref?: string } = {},
+  github: {
+    repository?: GitHubRepository;
+    credentials?: Record<'dev' | 'prod', FederatedCredential[]>;
+    tokens?: Array<[string, string]>;
+    ref?: string;
+    jobWorkflowFile?: (defined: string, caller: string) => string;
+  } = {},
 ): RunRecord {
   const headBranch = event === 'pull_request' ? 'feature/clearer-rules' : 'main';
   recordRun(setup, ghRun(runId, { event, head_branch: headBranch, status: 'in_progress', conclusion: null }));
@@ -505,19 +592,21 @@ function run(
     const record = runWorkflow('deploy.yml', {
       workspace: setup.workspace,
       event,
-      ref: oidc.ref,
+      ref: github.ref,
       inputs,
       runId,
       artifacts: setup.artifacts,
       env: standInEnv(setup),
       // The build's npm steps (.ci/run, npm run package) are proven by CI itself.
       skip: (step) => /^(npm |bash \.ci\/run)/.test(step.run ?? ''),
-      repository: signing(setup, oidc.repository),
+      repository: signing(setup, github.repository),
+      oidc,
+      jobWorkflowFile: github.jobWorkflowFile,
       runner: runnerEnv,
       environment: githubEnvironments(setup),
       login: (clientId, token) => {
-        exchange(clientId, token, oidc.credentials ?? CREDENTIALS);
-        oidc.tokens?.push([clientId, token.sub]);
+        exchange(clientId, token, github.credentials ?? CREDENTIALS);
+        github.tokens?.push([clientId, token.sub]);
         signIn(setup.state, clientId, 'servicePrincipal');
       },
     });
@@ -596,7 +685,8 @@ describe('a push to main', () => {
     ]);
     // Each environment's deployment first proved it runs for main, and the run a release (this run, in progress, deploying its own build),
     // then chose its runner: dev (open) a GitHub-hosted one, prod (storage closed) its runner group, inside its network.
-    expect(record.steps.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
+    const ran = record.steps.filter((s) => !s.endsWith(' (skipped)')); // a job's claims step runs only after a refused sign-in
+    expect(ran.filter((s) => / > (provenance|deploy): /.test(s)).map((s) => s.replace(/: .*$/, ''))).toEqual([
       ...Array<string>(5).fill('deploy-dev > provenance'),
       ...Array<string>(6).fill('deploy-dev > deploy'),
       ...Array<string>(5).fill('deploy-prod > provenance'),
@@ -680,6 +770,7 @@ test("a rollback re-deploys an earlier run's artifact to the chosen environment:
   expect(ghCalls(setup)).toEqual([
     `api repos/${FULL_NAME}/actions/runs/903`,
     `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+    ...FLOOR.map((l) => `api repos/${FULL_NAME}/compare/${l.since}...${RELEASE_COMMIT}`),
     `api -X GET repos/${FULL_NAME}/environments/prod`,
     `api -X GET repos/${FULL_NAME}/environments/prod/deployment-branch-policies`,
     `api -X GET repos/${FULL_NAME}/actions/oidc/customization/sub`,
@@ -714,6 +805,8 @@ function plantArtifact(setup: Setup, runId: string): string {
   return mark;
 }
 
+/** The stable codes a refusal lists (`  ERR_…: …` lines), in order. */
+const codesIn = (stderr: string): string[] => [...stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
 /** What the provenance check refused a run for: its stable codes, in order. */
 const refusalCodes = (failure: StepFailed): string[] => [...failure.stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
 
@@ -820,6 +913,29 @@ describe('a rollback deploys only a release: a successful push to main of deploy
     expect(noGh.stderr).toContain('gh was not found');
   });
 
+  test("a release older than the tables' layout (infra/rollbackFloor.json) is refused, naming each layout, why and what to do first; nothing is downloaded", () => {
+    const setup = workspace();
+    const mark = plantArtifact(setup, '945');
+    recordRun(setup, ghRun('945', { head_sha: OLDER_COMMIT }));
+    const failure = refusal(() => run('workflow_dispatch', setup, '946', { environment: 'prod', run_id: '945', with_infrastructure: false }));
+    expect(failure.step).toMatch(/^rollback > provenance: /);
+    expect(refusalCodes(failure)).toEqual(FLOOR.map(() => 'ERR_RUN_BEFORE_LAYOUT'));
+    expect(failure.stderr).toContain("run 945 is older than the tables' current layout is safe with (infra/rollbackFloor.json)");
+    for (const layout of FLOOR)
+      expect(failure.stderr).toContain(`its commit ${OLDER_COMMIT} does not contain ${layout.since} (${layout.table}): releases before it`);
+    expect(failure.stderr).toContain("every stopped client's tokens are accepted again");
+    expect(failure.stderr).toContain(`First: ${FLOOR[0].first}`);
+    expect(failure.record.steps.filter((s) => s.startsWith('rollback > deploy'))).toEqual([]);
+    expect(existsSync(setup.log)).toBe(false);
+    expect(existsSync(mark)).toBe(false);
+    // GitHub unable to compare (the commit unknown to it): refused all the same, with GitHub's reason.
+    recordRun(setup, ghRun('947', { head_sha: 'feed'.padEnd(40, '0') }));
+    const unproven = refusal(() => run('workflow_dispatch', setup, '948', { environment: 'prod', run_id: '947', with_infrastructure: false }));
+    expect(refusalCodes(unproven)).toEqual(FLOOR.map(() => 'ERR_LAYOUT_UNPROVEN'));
+    expect(unproven.stderr).toContain('gh exited 1: gh: Not Found (HTTP 404)');
+    expect(existsSync(mark)).toBe(false);
+  });
+
   test('the same artifact, from a release, is deployed: the check can pass', () => {
     const setup = workspace();
     const mark = plantArtifact(setup, '940');
@@ -917,7 +1033,7 @@ describe('scripts/deploy.sh by hand', () => {
     expect(refused.stderr).toContain('infra/env/prod.parameters.json still has placeholders; fill them in (docs/deploy.md) and commit:');
     const named = [...refused.stderr.matchAll(/^\d+:\s+"(\w+)"/gm)].map((m) => m[1]);
     expect(named.sort()).toEqual(['escalationContact', 'githubBusinessId', 'onCallActionGroupId', 'onCallGroupObjectId', 'platformActionGroupId']);
-    const checklist = /^## What a person does\n([^]*?)^## /m.exec(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'))?.[1] ?? '';
+    const checklist = /^## (?:\d+\. )?What a person does\n([^]*?)^## /m.exec(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'))?.[1] ?? '';
     for (const name of named) expect({ name, inChecklist: checklist.includes(`\`${name}\``) }).toEqual({ name, inChecklist: true });
     expect(() => calls(setup.log)).toThrow(); // no Azure call was made
   });
@@ -1068,6 +1184,7 @@ describe('scripts/deploy.sh by hand', () => {
         `api repos/${FULL_NAME}/branches/main`,
         `api repos/${FULL_NAME}/actions/runs/905`,
         `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
+        ...FLOOR.map((l) => `api repos/${FULL_NAME}/compare/${l.since}...${RELEASE_COMMIT}`),
         `run download 905 --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
       ]);
       expect(result.stdout).toContain(`run 905 is a release: a successful push to main of .github/workflows/deploy.yml in ${FULL_NAME}`);
@@ -1075,6 +1192,21 @@ describe('scripts/deploy.sh by hand', () => {
       const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
       expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['jane@lender.example', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
       expect(rollback(setup, 'prod', 'latest').status).toBe(2);
+    });
+
+    test("a release older than the tables' layout is refused by hand too, before anything is downloaded", () => {
+      const setup = workspace();
+      const mark = plantArtifact(setup, '904');
+      recordRun(setup, ghRun('904', { head_sha: OLDER_COMMIT }));
+      cleanMain(setup);
+      signIn(setup.state, 'jane@lender.example', 'user');
+      const result = rollback(setup, 'prod', '904');
+      expect(result.status).toBe(1);
+      expect(codesOf(result.stderr)).toEqual(FLOOR.map(() => 'ERR_RUN_BEFORE_LAYOUT'));
+      expect(result.stderr).toContain(`First: ${FLOOR[1].first}`);
+      expect(ghCalls(setup).some((c) => c.startsWith('run download'))).toBe(false);
+      expect(existsSync(setup.log)).toBe(false);
+      expect(existsSync(mark)).toBe(false);
     });
 
     test("a pull request's run is refused by hand too, before anything is downloaded", () => {
@@ -1219,15 +1351,17 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', subject(REPOSITORY, 'deploy-environment.yml', 'prod')]));
   });
 
+  /** An environment's credentials before issue #40 (the default template's subjects), as the migration finds them. */
+  const earlier = (env: 'dev' | 'prod'): FederatedCredential[] =>
+    Object.entries(EARLIER_CREDENTIALS(env)).flatMap(([identity, names]) =>
+      names.map((name) => {
+        const prefix = name.endsWith('-immutable') ? 'repo:octo-org@123/octo-repo@456' : 'repo:octo-org/octo-repo';
+        const context = identity.endsWith('-plan') ? 'pull_request' : `environment:${identity.endsWith('-stop') ? `${env}-stop` : env}`;
+        return { identity, name, issuer: GITHUB_ISSUER, subject: `${prefix}:${context}`, audiences: [AZURE_AUDIENCE] };
+      }),
+    );
+
   test("the earlier credentials (the default template's subjects) match no job once the template is applied: credentials first, then the template (GitHub's order)", () => {
-    const earlier = (env: 'dev' | 'prod'): FederatedCredential[] =>
-      Object.entries(EARLIER_CREDENTIALS(env)).flatMap(([identity, names]) =>
-        names.map((name) => {
-          const prefix = name.endsWith('-immutable') ? 'repo:octo-org@123/octo-repo@456' : 'repo:octo-org/octo-repo';
-          const context = identity.endsWith('-plan') ? 'pull_request' : `environment:${identity.endsWith('-stop') ? `${env}-stop` : env}`;
-          return { identity, name, issuer: GITHUB_ISSUER, subject: `${prefix}:${context}`, audiences: [AZURE_AUDIENCE] };
-        }),
-      );
     const setup = workspace();
     const first = subject(REPOSITORY, 'deploy.yml');
     expect(() => run('push', setup, '914', undefined, { credentials: { dev: earlier('dev'), prod: earlier('prod') } })).toThrow(
@@ -1240,6 +1374,46 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     });
     expect(() => run('push', setup, '915')).toThrow(
       `AADSTS700213: No matching federated identity record found for presented assertion subject 'repo:octo-org@123/octo-repo@456:ref:refs/heads/main'.`,
+    );
+  });
+
+  /** What the claims step printed in `job`, after its sign-in failed. */
+  const claimsPrinted = (failure: StepFailed, job: string, identity: string) =>
+    failure.record.output[`${job}: the sign-in refused, the job's token claims beside the ${identity} identity's subjects`] ?? '(the step did not run)';
+
+  test("a sign-in Entra refuses shows, in the job, the token's sub, job_workflow_ref, ref and environment beside the subjects the identity expects, and what differs; never the token", () => {
+    const setup = workspace();
+    // Were GitHub to name the calling workflow (deploy.yml) in a reusable workflow's job_workflow_ref, never seen in a live token.
+    const failure = refusal(() => run('push', setup, '919', undefined, { jobWorkflowFile: (_defined, caller) => caller }));
+    expect(failure.step).toBe("deploy-dev > deploy: sign in as the environment's deploying identity");
+    expect(failure.stderr).toContain('AADSTS700213: No matching federated identity record found');
+    const printed = claimsPrinted(failure, 'deploy-dev > deploy', 'deploying');
+    const ref = (file: string) => `octo-org/octo-repo/.github/workflows/${file}@refs/heads/main`;
+    expect(printed).toContain("The Azure sign-in as id-drawreq-dev-deploy failed. What this job's OIDC token says");
+    for (const line of [
+      `  sub               repo:octo-org@123/octo-repo@456:environment:dev:ref:refs/heads/main:job_workflow_ref:${ref('deploy.yml')}`,
+      `  job_workflow_ref  ${ref('deploy.yml')}`,
+      '  ref               refs/heads/main',
+      '  environment       dev',
+      `  sub               repo:octo-org/octo-repo:environment:dev:ref:refs/heads/main:job_workflow_ref:${ref('deploy-environment.yml')}`,
+      `  sub               repo:octo-org@123/octo-repo@456:environment:dev:ref:refs/heads/main:job_workflow_ref:${ref('deploy-environment.yml')}`,
+      `Differs: job_workflow_ref is ${ref('deploy.yml')}, not ${ref('deploy-environment.yml')}.`,
+      'az identity federated-credential list --identity-name id-drawreq-dev-deploy --resource-group rg-drawreq-dev -o table',
+    ])
+      expect(printed).toContain(line);
+    expect(printed).not.toMatch(/eyJ[\w-]+\.eyJ/); // no JWT
+    expect(calls(setup.log).filter((c) => c.as === TARGETS.dev.deployClientId)).toEqual([]);
+  });
+
+  test("a subject the bootstrap gives but the identity does not trust (its earlier credentials only): the token's sub is shown as expected, and the credentials to check named", () => {
+    const setup = workspace();
+    const failure = refusal(() => run('push', setup, '920', undefined, { credentials: { dev: earlier('dev'), prod: earlier('prod') } }));
+    expect(failure.step).toBe("what-if (dev): sign in as the environment's what-if identity (read only)");
+    const printed = claimsPrinted(failure, 'what-if (dev)', 'plan');
+    expect(printed).toContain(`  sub               ${subject(REPOSITORY, 'deploy.yml')}   (the token's)`);
+    expect(printed).toContain('  environment       (none)');
+    expect(printed).toContain(
+      "The token's sub is one the bootstrap gives id-drawreq-dev-plan: check that its credentials hold it (the bootstrap re-run, with these ids): az identity federated-credential list --identity-name id-drawreq-dev-plan --resource-group rg-drawreq-dev -o table",
     );
   });
 
@@ -1338,6 +1512,23 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
     expect(ghEnvironments(setup)[env]?.createdByAJob).toBeUndefined();
   });
 
+  test("GitHub refusing the settings' reads (a token without actions: read): refused before the deploy job, naming each read and the permission it needs", () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      state.settingsError = 'gh: Resource not accessible by integration (HTTP 403)';
+    });
+    const failure = refusal(() => run('push', setup, '918'));
+    expect(failure.step).toBe("deploy-dev > provenance: the environment's protection and the OIDC subject template have not drifted");
+    expect(refusalCodes(failure)).toEqual(['ERR_GITHUB_UNREADABLE', 'ERR_GITHUB_UNREADABLE']);
+    for (const path of [`repos/${FULL_NAME}/environments/dev`, `repos/${FULL_NAME}/actions/oidc/customization/sub`])
+      expect(failure.stderr).toContain(
+        `GET ${path} could not be read (gh exited 1: gh: Resource not accessible by integration (HTTP 403)): it needs the repository permission "Actions" (read)`,
+      );
+    expect(failure.stderr).toContain('permissions: actions: read');
+    expect(failure.stderr).not.toContain('githubSettings.cjs apply'); // not a drift: applying would not help
+    expect(calls(setup.log).filter((c) => c.as === TARGETS.dev.deployClientId)).toEqual([]);
+  });
+
   test("the subject template reset to GitHub's default: no job of main signs in (its subject names neither the ref nor the file), and each environment's check names the drift", () => {
     const setup = workspace();
     setGhState(setup, (state) => {
@@ -1361,6 +1552,84 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
 
   const settings = (setup: Setup, ...args: string[]) =>
     spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'githubSettings.cjs'), ...args], { env: standInEnv(setup), encoding: 'utf8' });
+
+  /** The repository's OIDC settings before the migration (GitHub's default template), and the bootstrap's credentials as `credentials` gives them. */
+  function beforeMigration(setup: Setup, credentials: FederatedCredential[]): void {
+    setGhState(setup, (state) => {
+      state.oidcSubject = { use_default: true };
+    });
+    const state = JSON.parse(readFileSync(setup.state, 'utf8')) as Record<string, unknown>;
+    writeFileSync(setup.state, JSON.stringify({ ...state, federatedCredentials: credentialsByIdentity(credentials) }));
+  }
+  const templatePuts = (setup: Setup) => ghCalls(setup).filter((c) => c.includes('-X PUT') && c.includes('oidc/customization/sub'));
+  const template = (setup: Setup) => (JSON.parse(readFileSync(setup.ghState, 'utf8')) as { oidcSubject: unknown }).oidcSubject;
+
+  test('apply refuses, changing nothing, while another environment has not been bootstrapped again (only its earlier credentials): each identity and subject named; then it applies', () => {
+    const setup = workspace();
+    beforeMigration(setup, [...CREDENTIALS.dev, ...earlier('prod')]);
+    const refused = settings(setup, 'apply', 'dev');
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("not applied, nothing changed: the OIDC subject template applies to every environment's sign-ins at once");
+    expect(codesIn(refused.stderr)).toEqual(['ERR_SUBJECT_UNTRUSTED', 'ERR_SUBJECT_UNTRUSTED', 'ERR_SUBJECT_UNTRUSTED']);
+    for (const [job, file, environment] of [
+      ['deploy', 'deploy-environment.yml', 'prod'],
+      ['plan', 'deploy.yml', undefined],
+      ['stop', 'stop-client.yml', 'prod-stop'],
+    ] as const)
+      expect(refused.stderr).toContain(`id-drawreq-prod-${job} (prod) has no federated credential for ${subject(REPOSITORY, file, environment)}`);
+    expect(refused.stderr).toContain('Bootstrap every environment first, then apply (docs/deploy.md, "Migration")');
+    expect(template(setup)).toEqual({ use_default: true });
+    expect(templatePuts(setup)).toEqual([]);
+    // prod's bootstrap run again: its new credentials beside the earlier ones. Now the template is applied.
+    beforeMigration(setup, [...CREDENTIALS.dev, ...CREDENTIALS.prod, ...earlier('prod')]);
+    const applied = settings(setup, 'apply', 'dev');
+    expect([applied.status, applied.stderr]).toEqual([0, '']);
+    expect(applied.stdout).toContain(`${FULL_NAME}: dev, prod trust the subjects of the template`);
+    expect(template(setup)).toEqual({ use_default: false, include_claim_keys: SUBJECT_CLAIM_KEYS });
+  });
+
+  test('apply says why it cannot tell, and changes nothing: nobody signed in to Azure (it cannot read the credentials)', () => {
+    const setup = workspace();
+    beforeMigration(setup, [...CREDENTIALS.dev, ...CREDENTIALS.prod]);
+    const state = JSON.parse(readFileSync(setup.state, 'utf8')) as Record<string, unknown>;
+    writeFileSync(setup.state, JSON.stringify({ ...state, signedIn: null }));
+    const refused = settings(setup, 'apply', 'prod', '--reviewer-team', PROD_REVIEWERS);
+    expect(refused.status).toBe(1);
+    expect(codesIn(refused.stderr)).toEqual(Array<string>(6).fill('ERR_SUBJECTS_UNREADABLE'));
+    expect(refused.stderr).toContain(
+      "the federated credentials of id-drawreq-dev-deploy (dev) could not be read (az exited 1: az stand-in: Please run 'az login' to setup account.), so apply cannot tell whether dev trusts the new subjects: sign in (az login) as someone who may read rg-drawreq-dev",
+    );
+    expect(template(setup)).toEqual({ use_default: true });
+    expect(templatePuts(setup)).toEqual([]);
+  });
+
+  test('an environment not bootstrapped yet has nothing to lose: apply names it and goes on (its bootstrap adds the subjects)', () => {
+    const setup = workspace();
+    beforeMigration(setup, CREDENTIALS.dev);
+    cpSync(join(ROOT, 'infra', 'env', 'prod.pipeline.json'), join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'));
+    const pin = JSON.parse(readFileSync(join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(setup.workspace, 'infra', 'env', 'prod.pipeline.json'), JSON.stringify({ ...pin, githubRepository: FULL_NAME }));
+    const applied = settings(setup, 'apply', 'dev');
+    expect([applied.status, applied.stderr]).toEqual([0, '']);
+    expect(applied.stdout).toContain(`${FULL_NAME}: dev trusts the subjects of the template; prod not bootstrapped yet (its bootstrap adds them)`);
+    expect(calls(setup.log).map((c) => after(c, '--identity-name'))).toEqual(['id-drawreq-dev-deploy', 'id-drawreq-dev-plan', 'id-drawreq-dev-stop']);
+  });
+
+  test('GitHub naming no sub_claim_prefix: both forms are required, so a bootstrap trusting the immutable form alone is refused (the legacy subjects named)', async () => {
+    const setup = workspace();
+    setGhState(setup, (state) => {
+      delete state.subClaimPrefix;
+    });
+    const immutableOnly = [...(await bootstrapped('dev', 'immutable')), ...(await bootstrapped('prod', 'immutable'))];
+    beforeMigration(setup, immutableOnly);
+    const refused = settings(setup, 'apply', 'dev');
+    expect(codesIn(refused.stderr)).toEqual(Array<string>(6).fill('ERR_SUBJECT_UNTRUSTED'));
+    expect(refused.stderr).toContain(`has no federated credential for repo:${FULL_NAME}:environment:dev:ref:refs/heads/main`);
+    expect(refused.stderr).not.toContain('for repo:octo-org@123/');
+    expect(ghCalls(setup)).toContain(`api -X GET repos/${FULL_NAME}`);
+    beforeMigration(setup, [...CREDENTIALS.dev, ...CREDENTIALS.prod]); // githubSubjectFormat both, the default
+    expect(settings(setup, 'apply', 'dev').status).toBe(0);
+  });
 
   test("apply --runner-group (GitHub Enterprise Cloud) restricts the environment's runner group to deploy-environment.yml and stop-client.yml on main", () => {
     const setup = workspace();
@@ -1501,14 +1770,39 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     `repo:octo-org@123/octo-repo@456:environment:${env}-stop:ref:refs/heads/main:job_workflow_ref:octo-org/octo-repo/.github/workflows/stop-client.yml@refs/heads/main`;
   /** Dispatches stop-client.yml from main (or `ref`); records the tokens its sign-ins present. */
   const stop = (setup: Setup, inputs: Record<string, unknown>, tokens: Array<[string, string]> = [], ref?: string): RunRecord =>
-    runOther(setup, 'stop-client.yml', { event: 'workflow_dispatch', ref, inputs, runId: '970', tokens });
+    runOther(setup, 'stop-client.yml', {
+      event: 'workflow_dispatch',
+      ref,
+      inputs,
+      runId: '970',
+      tokens,
+      // The account's Table service as the runner reaches it: through the private endpoint inside prod's network.
+      runner: (runsOn) => {
+        const runner = runnerEnv(runsOn);
+        const account = TARGETS[inputs.environment as 'dev' | 'prod']?.storageAccountName ?? 'none';
+        return { ...runner, TABLES_ENDPOINT: tablesEndpoint(account, runner.AZ_CALLER_NETWORK) };
+      },
+    });
+  /** scripts/stopClient.cjs run by hand, from `network` (none: outside every network), with `env` besides. */
+  const stopByHand = (setup: Setup, env: string, clientId: string, network?: string, extra: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [join(setup.workspace, 'scripts', 'stopClient.cjs'), env, clientId], {
+      env: {
+        ...standInEnv(setup),
+        ...(network === undefined ? {} : { AZ_CALLER_NETWORK: network }),
+        TABLES_ENDPOINT: tablesEndpoint(TARGETS[env as 'dev' | 'prod']?.storageAccountName ?? 'none', network),
+        ...extra,
+      },
+      encoding: 'utf8',
+    });
   const rowsOf = (setup: Setup, account: string, table: string) =>
     (JSON.parse(readFileSync(setup.state, 'utf8')) as { tables?: Record<string, Record<string, Record<string, string>>> }).tables?.[`${account}/${table}`] ??
     {};
   const partnerRows = (setup: Setup, account: string) => rowsOf(setup, account, 'Partners');
   const stopRows = (setup: Setup, account: string) => rowsOf(setup, account, 'StoppedClients');
-  /** The az calls after the deployment that wrote the rows (log cut there). */
+  /** The az and Table service calls after the deployment that wrote the rows (log cut there), but sign-in's. */
   const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
+  /** A call as `who: method /account/table` (the Table service's) or `who: az command` (the Azure CLI's). */
+  const described = (c: Call) => `${c.as}: ${c.args[0] === 'tables' ? c.args.slice(1).join(' ') : verb(c)}`;
   const deployed = (): Setup => {
     const setup = workspace();
     run('push', setup, '969');
@@ -1525,19 +1819,20 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const record = stop(setup, { environment: 'prod', client_id: PROD_CLIENT.toUpperCase() }, tokens);
     expect(record.runners).toEqual({ target: 'ubuntu-24.04', stop: { group: PROD_RUNNER_GROUP } });
     expect(tokens).toEqual([['prod-stop-client', STOP_SUBJECT('prod')]]);
-    const log = stopCalls(setup);
-    expect(log.map((c) => `${c.as}: ${verb(c)} ${after(c, '--account-name')}/${after(c, '--table-name')}`)).toEqual([
-      'prod-stop-client: storage entity show stdrawreqprodabc123/Partners',
-      'prod-stop-client: storage entity insert stdrawreqprodabc123/StoppedClients',
+    // Get Entity of its Partners row, then Insert Entity (a POST: the stop identity's one write), through prod's private endpoint.
+    expect(stopCalls(setup).map(described)).toEqual([
+      'prod-stop-client: GET /stdrawreqprodabc123/Partners',
+      'prod-stop-client: POST /stdrawreqprodabc123/StoppedClients',
     ]);
-    const insert = log[1];
-    expect(after(insert, '--if-exists')).toBe('fail'); // Insert Entity: the stop identity's one write
-    expect(insert.args.slice(insert.args.indexOf('--entity') + 1, insert.args.indexOf('--entity') + 4)).toEqual([
-      `PartitionKey=${PROD_CLIENT}`,
-      'RowKey=',
-      'StopId=970',
-    ]);
-    expect(Object.keys(stopRows(setup, 'stdrawreqprodabc123'))).toEqual([PROD_CLIENT]);
+    expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({
+      [PROD_CLIENT]: expect.objectContaining({
+        PartitionKey: PROD_CLIENT,
+        RowKey: '',
+        StopId: '970',
+        StoppedBy: 'octocat',
+        'StoppedAt@odata.type': 'Edm.DateTime',
+      }),
+    });
     expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before); // the Partners row is untouched
     expect(record.summaries.stop).toContain(`Client ${PROD_CLIENT} stopped in prod`);
     expect(record.summaries.stop).toContain('adds `"liftStop": "970"` to this client\'s entry in `infra/env/prod.parameters.json`');
@@ -1549,11 +1844,23 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const record = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId }, tokens);
     expect(record.runners.stop).toBe('ubuntu-24.04');
     expect(tokens).toEqual([['dev-stop-client', STOP_SUBJECT('dev')]]);
-    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['dev-stop-client: storage entity show', 'dev-stop-client: storage entity insert']);
+    expect(stopCalls(setup).map(described)).toEqual([
+      'dev-stop-client: GET /stdrawreqdevabc123/Partners',
+      'dev-stop-client: POST /stdrawreqdevabc123/StoppedClients',
+    ]);
     const stopped = stopRows(setup, 'stdrawreqdevabc123');
     expect(Object.keys(stopped)).toEqual([PARTNERS.dev[0].clientAppId]);
+    rmSync(setup.log);
     const again = stop(setup, { environment: 'dev', client_id: PARTNERS.dev[0].clientAppId });
-    expect(again.steps.at(-1)).toBe('stop: put the client on the stop list');
+    expect(again.steps.slice(-2)).toEqual([
+      'stop: put the client on the stop list',
+      "stop: the sign-in refused, the job's token claims beside the stop identity's subjects (skipped)",
+    ]);
+    // The insert itself is refused (409 EntityAlreadyExists), which is "already stopped": the stop list is never read.
+    expect(stopCalls(setup).map(described)).toEqual([
+      'dev-stop-client: GET /stdrawreqdevabc123/Partners',
+      'dev-stop-client: POST /stdrawreqdevabc123/StoppedClients',
+    ]);
     expect(stopRows(setup, 'stdrawreqdevabc123')).toEqual(stopped); // already stopped: the first stop stays as it was
   });
 
@@ -1651,26 +1958,45 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     expect(record.steps).toContain('deploy-prod > deploy: what-if, then the infrastructure and the Partners rows');
     // Stopped again by a later run (973): the file still names 970, so the deployment keeps the new stop.
     signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
-    const later = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], {
-      env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK, GITHUB_RUN_ID: '973' },
-      encoding: 'utf8',
-    });
+    const later = stopByHand(setup, 'prod', PROD_CLIENT, PROD_NETWORK, { GITHUB_RUN_ID: '973' });
     expect([later.status, later.stderr]).toEqual([0, '']);
     run('push', setup, '974');
     expect(Object.values(stopRows(setup, 'stdrawreqprodabc123')).map((row) => row.StopId)).toEqual(['973']);
   });
 
+  test('a warning the Azure CLI writes on stderr is never read as the stop: the reviewed liftStop lifts it, and a second run says it is lifted already', () => {
+    const setup = deployed();
+    stop(setup, { environment: 'prod', client_id: PROD_CLIENT });
+    const parametersFile = join(setup.workspace, 'infra', 'env', 'prod.parameters.json');
+    const parameters = JSON.parse(readFileSync(parametersFile, 'utf8')) as { parameters: { partners: { value: Array<Record<string, unknown>> } } };
+    parameters.parameters.partners.value[0].liftStop = '970';
+    writeFileSync(parametersFile, JSON.stringify(parameters));
+    signIn(setup.state, 'prod-deploy-client', 'servicePrincipal');
+    const warning = "WARNING: You have 2 update(s) available. Consider updating your CLI installation with 'az upgrade'";
+    const partners = () =>
+      spawnSync('bash', [join(setup.workspace, 'scripts', 'deploy.sh'), 'prod', '--infra-only', '--yes'], {
+        env: { ...standInEnv(setup), AZ_CALLER_NETWORK: PROD_NETWORK, AZ_WARNING: warning },
+        encoding: 'utf8',
+      });
+    const lifted = partners();
+    expect([lifted.status, lifted.stdout]).toEqual([0, expect.stringContaining(`stop 970 of client ${PROD_CLIENT} lifted`)]);
+    expect(lifted.stdout).not.toContain('stays stopped');
+    expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({});
+    const again = partners();
+    expect([again.status, again.stdout]).toEqual([0, expect.stringContaining(`stop 970 of client ${PROD_CLIENT}: not on the stop list (lifted already)`)]);
+  });
+
   test("from outside prod's network the closed account refuses: nothing changes, and the message names the runner group", () => {
     const setup = deployed();
     signIn(setup.state, 'prod-stop-client', 'servicePrincipal');
-    // A laptop, or a GitHub-hosted runner: scripts/stopClient.sh outside the network.
-    const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', PROD_CLIENT], { env: standInEnv(setup), encoding: 'utf8' });
+    // A laptop, or a GitHub-hosted runner: scripts/stopClient.cjs outside the network.
+    const result = stopByHand(setup, 'prod', PROD_CLIENT);
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('AuthorizationFailure');
     expect(result.stderr).toContain(
       `answers only inside prod's network: run the stop-client workflow, whose job runs on the runner group ${PROD_RUNNER_GROUP}`,
     );
-    expect(stopCalls(setup).map(verb)).toEqual(['storage entity show']);
+    expect(stopCalls(setup).map(described)).toEqual(['prod-stop-client: GET /stdrawreqprodabc123/Partners']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')[PROD_CLIENT].Active).toBe('true');
     // The workflow without a runner group for prod is refused before any runner of the network or sign-in.
     const file = join(setup.workspace, 'infra', 'env', 'prod.pipeline.json');
@@ -1699,7 +2025,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     expect(tokens).toEqual([]);
     expect(existsSync(setup.log)).toBe(false); // no az call at all
     // The script refuses it too, whoever runs it.
-    const result = spawnSync('bash', [join(setup.workspace, 'scripts', 'stopClient.sh'), 'prod', clientId], { env: standInEnv(setup), encoding: 'utf8' });
+    const result = stopByHand(setup, 'prod', clientId);
     expect([result.status, result.stderr]).toEqual([2, expect.stringContaining('ERR_STOP_CLIENT_ID')]);
     expect(existsSync(setup.log)).toBe(false);
   });
@@ -1711,7 +2037,7 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
     const failure = refusal(() => stop(setup, { environment: 'prod', client_id: unknown }));
     expect(failure.step).toBe('stop: put the client on the stop list');
     expect(failure.stderr).toContain(`ERR_STOP_NO_ROW: client ${unknown} has no Partners row in prod`);
-    expect(stopCalls(setup).map((c) => `${c.as}: ${verb(c)}`)).toEqual(['prod-stop-client: storage entity show']);
+    expect(stopCalls(setup).map(described)).toEqual(['prod-stop-client: GET /stdrawreqprodabc123/Partners']);
     expect(partnerRows(setup, 'stdrawreqprodabc123')).toEqual(before);
     expect(stopRows(setup, 'stdrawreqprodabc123')).toEqual({});
   });

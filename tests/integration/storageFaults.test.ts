@@ -65,6 +65,18 @@ describe('storage stopped and restarted (Azurite on disk, so data survives the r
     }
   });
 
+  test('with a malformed Idempotency-Key the partner lookup failing is the plain 502: the key binds nothing, so nothing was submitted (issue 46)', async () => {
+    // 6125bfd answered the outcome-unknown 502 ("resend under the key") to any request carrying the header.
+    h.rebuild();
+    await h.stopStorage();
+    try {
+      expect502(await h.post([draw(1)], { headers: { 'Idempotency-Key': 'two words' } }));
+      expectOutcomeUnknown(await h.post([draw(1)], { headers: { 'Idempotency-Key': 'one-word' } }), 2);
+    } finally {
+      await h.startStorage();
+    }
+  });
+
   test('storage lost between the reads and the commit: 502 and none of the batch written', async () => {
     const loans = [await h.loan(), await h.loan()];
     expect((await h.post([draw(await h.loan())])).status).toBe(204);

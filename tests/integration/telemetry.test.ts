@@ -52,17 +52,17 @@ const ENV_WATCH = join(__dirname, '..', 'support', 'envWatch.cjs');
 const envReadFile = join(mkdtempSync(join(tmpdir(), 'env-watch-')), 'read.txt');
 
 /**
- * The SDKs' families of environment variables (docs/decisions.md, "Telemetry settings"): every name of
+ * The SDKs' families of environment variables (docs/contributing.md §9, "Telemetry settings"): every name of
  * them that the bundle holds or the process reads must be in the table.
  */
 const SDK_FAMILIES =
   /^(APPLICATIONINSIGHTS|APPLICATION_INSIGHTS|APPINSIGHTS|APPSETTING|OTEL|AZURE|WEBSITE|FUNCTIONS|CONTAINER_APP|KUBERNETES|AKS|MICROSOFT|DEBUG)(_[A-Z0-9_]*)?$|^(HTTPS?|ALL|NO)_PROXY$|^(https?|all|no)_proxy$|^azure_[a-z_]+_disabled$/;
 
 type Verdict = 'honoured' | 'refused' | 'not a setting' | "the worker's";
-/** The table of docs/decisions.md, "Telemetry settings": each variable's verdict, and the value the honoured run sets. */
+/** The table of docs/contributing.md §9, "Telemetry settings": each variable's verdict, and the value the honoured run sets. */
 function readSettingsTable(): Map<string, { verdict: Verdict; value?: string }> {
-  const doc = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
-  const section = /^## Telemetry settings$([\s\S]*?)^## /m.exec(doc)?.[1] ?? '';
+  const doc = readFileSync(join(ROOT, 'docs', 'contributing.md'), 'utf8');
+  const section = /^## \d+\. Telemetry settings$([\s\S]*?)(?:^## |(?![\s\S]))/m.exec(doc)?.[1] ?? '';
   const rows = [...section.matchAll(/^\| `([^`]+)` \| (honoured|refused|not a setting|the worker's) \| (.*) \|$/gm)];
   return new Map(rows.map(([, name, verdict, text]) => [name, { verdict: verdict as Verdict, value: /; `([^`]*)`$/.exec(text)?.[1] }]));
 }
@@ -354,7 +354,7 @@ test('no token, secret, connection string, requestor or request body is sent', (
   expect(everything).not.toContain('client_secret');
 });
 
-describe('every environment variable the telemetry SDK reads is in the table of docs/decisions.md, honoured or refused', () => {
+describe('every environment variable the telemetry SDK reads is in the table of docs/contributing.md §9, honoured or refused', () => {
   const table = SETTINGS;
 
   test('the table is whole and agrees with lib/config.ts: its refused rows are exactly the variables refused by name', () => {

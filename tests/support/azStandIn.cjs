@@ -5,22 +5,28 @@
 // call, with who is signed in, to a log. Any other call fails, so a new call cannot go unnoticed.
 //
 // AZ_STATE: JSON file { signedIn: { name, type }, functionAppUrl, groups: [], deployments: { group: [] },
-//           tokens: { <access token>: { client, scope } } (the tokens it issued), tables: { <account>/<table>:
+//           tokens: { <access token>: { client, scope or resource } } (the tokens it issued), tables: { <account>/<table>:
 //           { <PartitionKey>: { property: value } } } (the rows it inserted or merged); both for the test's function app;
 //           storage: { <account>: { publicNetworkAccess, defaultAction, privateNetwork } } (as the last deployment left it),
 //           tableAccess?: { <signed-in name>: { <account>/<table>: [Table service operations its roles allow] } }
 //           (tests/support/tableRbac.ts works them out from infra/'s role assignments; when given, every
-//           table call of anyone is refused as Azure refuses it unless the operation is listed) }
+//           table call of anyone is refused as Azure refuses it unless the operation is listed),
+//           federatedCredentials?: { <identity name>: [{ name, issuer, subject, audiences }] } (the bootstrap's) }
+//           signedIn null: nobody is signed in, and every call fails as the CLI does.
 // AZ_LOG:   one JSON line per call: { args, as, cwd, sha256? }
 // AZ_CALLER_NETWORK: the virtual network the caller runs in (a private-networked runner's), if any.
+// AZ_WARNING: a line every call writes on stderr first, as the CLI writes warnings (an available upgrade, a
+//             deprecation, Python's own) whatever its exit code and output.
 const { createHash } = require('node:crypto');
 const { appendFileSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
 const { resolve } = require('node:path');
 const jmespath = require('jmespath');
+const { REFUSALS, etagOf, refusal, typed } = require('./storageAccess.cjs');
 
 const args = process.argv.slice(2);
+if (process.env.AZ_WARNING) process.stderr.write(`${process.env.AZ_WARNING}\n`);
 const state = JSON.parse(readFileSync(process.env.AZ_STATE, 'utf8'));
-const entry = { args, as: state.signedIn.name, cwd: process.cwd() };
+const entry = { args, as: state.signedIn?.name ?? null, cwd: process.cwd() };
 const save = () => writeFileSync(process.env.AZ_STATE, JSON.stringify(state, null, 1));
 const log = () => appendFileSync(process.env.AZ_LOG, `${JSON.stringify(entry)}\n`);
 
@@ -123,24 +129,34 @@ function accessToken(scope) {
 }
 
 /**
- * The data plane from this machine: refused unless the account is open to all, or the caller is in the
- * network of its private endpoints (AZ_CALLER_NETWORK), as Azure Storage decides.
+ * Microsoft Entra's token for a resource (`--resource`, as Azure Identity's AzureCliCredential asks for
+ * https://storage.azure.com): JWT-shaped, unsigned, with the claims a storage service checks (issuer,
+ * audience, lifetime: what Azurite's OAuth "basic" reads), recorded as the signed-in identity's.
  */
-function admitOnNetwork() {
-  const network = state.storage?.[option('--account-name')];
-  const inside = network?.privateNetwork != null && process.env.AZ_CALLER_NETWORK === network.privateNetwork;
-  const admitted = network === undefined || inside || (network.publicNetworkAccess === 'Enabled' && network.defaultAction === 'Allow');
-  if (!admitted) fail('This request is not authorized to perform this operation.\nErrorCode:AuthorizationFailure');
+function resourceToken(resource) {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const claims = { aud: resource, iss: 'https://sts.windows.net/tenant-id/', iat: now - 60, nbf: now - 60, exp: now + 3600, appid: state.signedIn.name };
+  const token = `${part({ alg: 'none', typ: 'JWT' })}.${part({ ...claims, n: Object.keys(state.tokens ?? {}).length })}.`;
+  state.tokens = { ...state.tokens, [token]: { client: state.signedIn.name, resource } };
+  save();
+  return { accessToken: token, expiresOn: new Date((now + 3600) * 1000).toISOString(), expires_on: now + 3600, tokenType: 'Bearer' };
 }
+
 /**
- * The caller's data-plane permission for one Table service operation (Microsoft's names, "Permissions for
- * calling data operations"), when the state says what each identity's roles allow.
+ * A data-plane call from this machine, as Azure Storage decides it (tests/support/storageAccess.cjs): the
+ * account's network (the caller's is AZ_CALLER_NETWORK), then the signed-in identity's permission for the
+ * Table service operation.
  */
 function authorize(operation) {
-  if (state.tableAccess === undefined) return;
-  const table = `${option('--account-name')}/${option('--table-name') ?? option('--name')}`;
-  if (!(state.tableAccess[state.signedIn.name]?.[table] ?? []).includes(operation))
-    fail('This request is not authorized to perform this operation using this permission.\nErrorCode:AuthorizationPermissionMismatch');
+  const code = refusal(state, {
+    account: option('--account-name'),
+    table: option('--table-name') ?? option('--name'),
+    network: process.env.AZ_CALLER_NETWORK,
+    who: state.signedIn.name,
+    operation,
+  });
+  if (code !== undefined) fail(`${REFUSALS[code]}\nErrorCode:${code}`);
 }
 /** The table an entity command names (--account-name, --table-name). */
 const entityTable = () => `${option('--account-name')}/${option('--table-name')}`;
@@ -152,22 +168,26 @@ function existingRow(table, partitionKey, rowKey) {
 }
 /** --entity name=value pairs, as given (values are strings; name@odata.type gives a value's type). */
 const entityGiven = () => Object.fromEntries(values('--entity').map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
-/** A row as the CLI prints it: typed values, no @odata.type annotations. */
-const typed = (row) =>
-  Object.fromEntries(
-    Object.entries(row)
-      .filter(([k]) => !k.endsWith('@odata.type'))
-      .map(([k, v]) => [k, row[`${k}@odata.type`] === 'Edm.Boolean' ? v === 'true' : v]),
-  );
-/** A row's ETag: changes whenever the row does. */
-const etagOf = (row) => `W/"datetime'${createHash('sha256').update(JSON.stringify(row)).digest('hex').slice(0, 16)}'"`;
 
+if (state.signedIn === null) fail("Please run 'az login' to setup account.");
 switch (command) {
+  case 'identity federated-credential list': {
+    const found = state.federatedCredentials?.[option('--identity-name')];
+    if (found === undefined)
+      fail(
+        `(ResourceNotFound) The Resource 'Microsoft.ManagedIdentity/userAssignedIdentities/${option('--identity-name')}' under resource group '${option('--resource-group')}' was not found.`,
+      );
+    answer(found.map(({ name, issuer, subject, audiences }) => ({ name, issuer, subject, audiences })));
+    break;
+  }
   case 'account show':
     answer({ name: 'Draw Requests', id: '11111111-2222-4333-8444-555555555555', user: state.signedIn });
     break;
   case 'account get-access-token':
-    answer(accessToken(option('--scope')));
+    answer(option('--resource') === undefined ? accessToken(option('--scope')) : resourceToken(option('--resource')));
+    break;
+  case 'cloud show':
+    answer({ name: 'AzureCloud', isActive: true, suffixes: { storageEndpoint: 'core.windows.net' } });
     break;
   case 'ad sp show':
     answer({ id: `object-id-of-${option('--id')}`, appId: option('--id') });
@@ -230,7 +250,6 @@ switch (command) {
   case 'storage entity insert': {
     // --if-exists fail (the default): Insert Entity, refused for a row that exists; merge and replace:
     // Insert Or Merge / Insert Or Replace (azure-cli#22236, fixed by #22334: fail no longer upserts).
-    admitOnNetwork();
     const ifExists = option('--if-exists') ?? 'fail';
     authorize({ fail: 'Insert Entity', merge: 'Insert Or Merge Entity', replace: 'Insert Or Replace Entity' }[ifExists]);
     const entity = entityGiven();
@@ -246,7 +265,6 @@ switch (command) {
   }
   case 'storage entity delete': {
     // Delete Entity, with If-Match: the row as read (its ETag) or any (*).
-    admitOnNetwork();
     authorize('Delete Entity');
     const table = entityTable();
     const row = existingRow(table, option('--partition-key'), option('--row-key'));
@@ -259,7 +277,6 @@ switch (command) {
     break;
   }
   case 'storage table delete': {
-    admitOnNetwork();
     authorize('Delete Table');
     delete state.tables?.[`${option('--account-name')}/${option('--name')}`];
     save();
@@ -267,7 +284,6 @@ switch (command) {
     break;
   }
   case 'storage entity show': {
-    admitOnNetwork();
     authorize('Query Entities');
     const row = existingRow(entityTable(), option('--partition-key'), option('--row-key'));
     answer({ ...typed(row), etag: etagOf(row) });
@@ -277,7 +293,6 @@ switch (command) {
     // Table storage's Merge Entity: with If-Match, only an existing row whose ETag matches (or any, for *);
     // without it, modelled as the REST API's Insert Or Merge, which creates the row (a script must not rely
     // on the CLI's default).
-    admitOnNetwork();
     authorize(option('--if-match') === undefined ? 'Insert Or Merge Entity' : 'Merge Entity');
     const entity = entityGiven();
     const table = entityTable();
@@ -293,7 +308,6 @@ switch (command) {
   }
   case 'storage entity replace': {
     // Update Entity: an existing row replaced whole (If-Match, * by default).
-    admitOnNetwork();
     authorize('Update Entity');
     const entity = entityGiven();
     const table = entityTable();

@@ -18,10 +18,12 @@ const DEPLOY_MD = join(__dirname, '..', '..', 'docs', 'deploy.md');
  */
 export function azCallsOf(section: string, containing: string, values: Record<string, string>, answers: Record<string, string> = {}): string[][] {
   const text = readFileSync(DEPLOY_MD, 'utf8');
-  const start = text.indexOf(`\n${section}\n`);
-  if (start < 0) throw new Error(`docs/deploy.md has no section ${section}`);
   const level = /^#+/.exec(section)?.[0].length ?? 2;
-  const rest = text.slice(start + section.length + 2);
+  // The heading as written, its section number (`## 15. `, `### 3.1 `) aside.
+  const title = section.replace(/^#+ /, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const heading = new RegExp(`\n#{${level}} (?:\\d+(?:\\.\\d+)*\\.? )?${title}\n`).exec(text);
+  if (heading === null) throw new Error(`docs/deploy.md has no section ${section}`);
+  const rest = text.slice(heading.index + heading[0].length);
   const next = rest.search(new RegExp(`\\n#{2,${level}} `));
   const blocks = [...(next < 0 ? rest : rest.slice(0, next)).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).filter((b) => b.includes(containing));
   if (blocks.length !== 1) throw new Error(`${section}: ${blocks.length} shell blocks contain ${containing}, not one`);

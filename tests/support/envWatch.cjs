@@ -2,7 +2,7 @@
  * Preloaded into a worker under test (`node --require`): replaces `process.env` with a proxy that
  * notes every variable the process reads, and writes their names, one per line, to ENV_WATCH_FILE when
  * the process exits. tests/integration/telemetry.test.ts checks them against the table of telemetry
- * settings in docs/decisions.md: a read the static scan of the bundle could not see (a name built at run
+ * settings in docs/contributing.md §9: a read the static scan of the bundle could not see (a name built at run
  * time) is caught here.
  *
  * ENV_WATCH_LATE=<NAME>=<value>: a fault no real setting produces, to prove what the service does

@@ -9,12 +9,16 @@
 // GH_STATE:     JSON file { repository, workflows: { <file name>: workflow }, runs: { <id>: workflow run },
 //               branches?: { <owner/name>: { <branch>: commit sha } }, apiError?: gh's stderr line,
 //               environments?: { <name, lower case>: environment, with branch_policies: [{ id, name, type }] },
-//               oidcSubject?: { use_default, include_claim_keys? }, runnerGroups?: { <id>: runner group } }
+//               oidcSubject?: { use_default, include_claim_keys? }, runnerGroups?: { <id>: runner group },
+//               history?: [commit sha, oldest first]: main's history, which GET /compare/{base}...{head} reads,
+//               ids?: { owner, repository } (GET /repos/{owner}/{repo}), subClaimPrefix?: the OIDC settings'
+//               sub_claim_prefix, as GitHub gives it for a repository (absent: GitHub gives none) }
 //               (the REST shapes of GET /repos/{owner}/{repo}/actions/workflows/{file}, /actions/runs/{id},
 //               /branches/{branch}, /environments/{name} and its /deployment-branch-policies,
 //               /actions/oidc/customization/sub and /orgs/{org}/actions/runner-groups/{id}; `repository` is
 //               what `gh repo view` names, GH_REPO's or the checkout's; `apiError` makes every `gh api` fail
-//               as gh does, e.g. with a bad token)
+//               as gh does, e.g. with a bad token; `settingsError` only the settings calls, as GitHub refuses a
+//               token without the permission they need)
 // GH_ARTIFACTS: folder of artifacts, <run id>/<name>/ (as the workflow runner keeps them)
 // GH_LOG:       one JSON line per call: { args }
 const { appendFileSync, cpSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
@@ -106,7 +110,8 @@ function settingsCall(method, path, body) {
   const oidcPath = /^repos\/([^/]+\/[^/]+)\/actions\/oidc\/customization\/sub$/.exec(path);
   if (oidcPath !== null) {
     if (!same(oidcPath[1], state.repository)) notFound();
-    if (method === 'GET') print(state.oidcSubject ?? { use_default: true });
+    if (method === 'GET')
+      print({ ...(state.oidcSubject ?? { use_default: true }), ...(state.subClaimPrefix === undefined ? {} : { sub_claim_prefix: state.subClaimPrefix }) });
     else if (method === 'PUT') {
       state.oidcSubject = body.use_default ? { use_default: true } : { use_default: false, include_claim_keys: body.include_claim_keys };
       save();
@@ -133,6 +138,10 @@ if (args[0] === 'api') {
   const method = option('-X') ?? option('--method') ?? 'GET';
   const body = option('--input') === '-' ? JSON.parse(readFileSync(0, 'utf8')) : {};
   const path = args.filter((a, i) => i > 0 && !a.startsWith('-') && !['-X', '--method', '--input'].includes(args[i - 1]))[0] ?? '';
+  if (state.settingsError !== undefined && /\/(environments|actions\/oidc)\//.test(path)) {
+    process.stdout.write('{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest","status":"403"}');
+    fail(state.settingsError);
+  }
   if (settingsCall(method, path, body)) process.exit(0);
   if (method !== 'GET') fail(`gh stand-in: unexpected call: gh ${args.join(' ')}`);
   const branchPath = /^repos\/([^/]+\/[^/]+)\/branches\/([^/]+)$/.exec(args[1] ?? '');
@@ -141,6 +150,22 @@ if (args[0] === 'api') {
     const sha = Object.entries(state.branches ?? {}).find(([name]) => same(name, repository))?.[1][branch];
     if (sha === undefined) notFound();
     print({ name: branch, commit: { sha }, protected: true });
+    process.exit(0);
+  }
+  const repositoryPath = /^repos\/([^/]+)\/([^/]+)$/.exec(path);
+  if (repositoryPath !== null && state.ids !== undefined) {
+    if (!same(`${repositoryPath[1]}/${repositoryPath[2]}`, state.repository)) notFound();
+    const [owner, name] = state.repository.split('/');
+    print({ id: state.ids.repository, name, full_name: state.repository, owner: { login: owner, id: state.ids.owner } });
+    process.exit(0);
+  }
+  // GitHub's "Compare two commits": where head stands to base in main's (linear) history.
+  const comparePath = /^repos\/([^/]+\/[^/]+)\/compare\/(\w+)\.\.\.(\w+)$/.exec(args[1] ?? '');
+  if (args.length === 2 && comparePath !== null) {
+    const [, repository, base, head] = comparePath;
+    const [b, h] = [base, head].map((sha) => (state.history ?? []).indexOf(sha));
+    if (!same(repository, state.repository) || b < 0 || h < 0) notFound();
+    print({ status: h === b ? 'identical' : h > b ? 'ahead' : 'behind', ahead_by: Math.max(0, h - b), behind_by: Math.max(0, b - h) });
     process.exit(0);
   }
   const runPath = /^repos\/([^/]+\/[^/]+)\/actions\/runs\/(\d+)$/.exec(args[1] ?? '');

@@ -35,7 +35,7 @@ export const MIDNIGHTS = [
 
 /**
  * How far apart the instances' clocks may be in a history (HISTORY_CLOCK_SPREAD_MS). The service's stated
- * tolerance (docs/decisions.md, "Instances' clocks") less a second, for what a commit takes here: the
+ * tolerance (docs/decisions/0046-instances-clocks-are-their-own.md) less a second, for what a commit takes here: the
  * histories reach the boundary they prove. Set above five minutes, they find the answers it would break.
  */
 export const CLOCK_SPREAD_MS = Number(process.env.HISTORY_CLOCK_SPREAD_MS ?? 4 * 60_000 + 24_000);

@@ -86,13 +86,16 @@ export class MemoryTables {
     return table.get(at(partitionKey, rowKey));
   }
 
-  /** The loan-servicing system's write of a loan (as dev/demoData.ts putLoan writes it), or its removal. */
+  /**
+   * The loan-servicing system's write of a loan (as dev/demoData.ts putLoan writes it; a credit that is not a
+   * number leaves the column out, as a loan without credit), or its removal.
+   */
   putLoan(loan: DemoLoan | { readonly loanNumber: number; readonly removed: true }): void {
     if ('removed' in loan) this.loans.delete(at(String(loan.loanNumber), ''));
     else
       this.put(this.loans, String(loan.loanNumber), '', {
         PartnerId: loan.partnerId,
-        AvailableCredit: loan.availableCredit,
+        ...(Number.isFinite(loan.availableCredit) ? { AvailableCredit: loan.availableCredit } : {}),
         ...(loan.fundingInvestorId === undefined ? {} : { FundingInvestorId: loan.fundingInvestorId }),
       });
   }

@@ -97,6 +97,25 @@ export function githubToken(repository: GitHubRepository, job: GitHubJob): OidcT
   return { iss: GITHUB_ISSUER, sub: githubSubject(repository, job), aud: AZURE_AUDIENCE };
 }
 
+/**
+ * The job's token's claims as GitHub's OIDC reference lists them ("OIDC token claims"): the token above, and
+ * the custom claims the subject is built from (`ref`, `job_workflow_ref`, `environment` when the job names
+ * one, the repository and its owner, with their ids).
+ */
+export function githubClaims(repository: GitHubRepository, job: GitHubJob): Record<string, string> {
+  return {
+    ...githubToken(repository, job),
+    ref: job.ref,
+    ...(job.jobWorkflowRef === undefined ? {} : { job_workflow_ref: job.jobWorkflowRef }),
+    ...(job.environment === undefined || job.environment === '' ? {} : { environment: job.environment }),
+    event_name: job.event,
+    repository: `${repository.owner}/${repository.name}`,
+    repository_id: repository.id,
+    repository_owner: repository.owner,
+    repository_owner_id: repository.ownerId,
+  };
+}
+
 export interface FederatedCredential {
   /** Name of the user-assigned identity it belongs to (`id-drawreq-dev-deploy`). */
   readonly identity: string;

@@ -6,6 +6,7 @@
  * throttles each partition at an entity rate, as Table Storage does (startThrottlingProxy).
  */
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import { createConnection, createServer, type Socket } from 'node:net';
 
@@ -100,6 +101,15 @@ export interface FaultProxy extends Proxy {
   readonly inFlight: number;
   /** Every request a `holdCommit`, `loseCommitAnswer` or `blackhole` mode left unanswered, in arrival order. */
   readonly unanswered: UnansweredRequest[];
+  /**
+   * Tables whose queries storage answers first with no rows and a continuation, as Table Storage may ("Query
+   * Timeout and Pagination": "It is possible for a query to return no results but to still return a
+   * continuation header"): the query gets an empty page with `x-ms-continuation-NextPartitionKey` and
+   * `-NextRowKey`; the request that follows them is forwarded without them, so storage answers it whole.
+   */
+  emptyFirstPages: ReadonlySet<string>;
+  /** How many empty pages with a continuation the proxy answered. */
+  emptyPagesAnswered: number;
 }
 
 /** The JSON body Table Storage answers an error with. */
@@ -125,6 +135,19 @@ export function answerServerBusy(req: IncomingMessage, res: ServerResponse): voi
     Date: new Date().toUTCString(),
   });
   res.end(storageErrorBody('ServerBusy', THROTTLED_MESSAGE));
+}
+
+/** A query's page with no rows and a continuation, in Table Storage's JSON and headers (its tokens are opaque). */
+function answerEmptyPage(req: IncomingMessage, res: ServerResponse, table: string): void {
+  res.writeHead(200, {
+    'Content-Type': 'application/json;odata=minimalmetadata;streaming=true;charset=utf-8',
+    'x-ms-request-id': randomUUID(),
+    'x-ms-version': req.headers['x-ms-version'] ?? '2019-02-02',
+    'x-ms-continuation-NextPartitionKey': '1!12!ZW1wdHlwYWdl',
+    'x-ms-continuation-NextRowKey': '1!0!',
+    Date: new Date().toUTCString(),
+  });
+  res.end(JSON.stringify({ 'odata.metadata': `http://storage/$metadata#${table}`, value: [] }));
 }
 
 /** HTTP proxy in front of storage whose behaviour a test switches with `mode`. */
@@ -160,6 +183,17 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     if (proxy.mode === 'busy') {
       answerServerBusy(req, res);
       return;
+    }
+    if (req.method === 'GET' && proxy.emptyFirstPages.has(table) && /(\$|%24)filter=/.test(req.url ?? '')) {
+      const url = new URL(req.url ?? '', 'http://storage');
+      if (!url.searchParams.has('NextPartitionKey')) {
+        proxy.emptyPagesAnswered += 1;
+        answerEmptyPage(req, res, table);
+        return;
+      }
+      url.searchParams.delete('NextPartitionKey');
+      url.searchParams.delete('NextRowKey');
+      req.url = `${url.pathname}${url.search}`;
     }
     const hold = () => {
       const record: UnansweredRequest = { kind, arrivedAt: Date.now() };
@@ -226,6 +260,8 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       return inFlight;
     },
     unanswered: [],
+    emptyFirstPages: new Set(),
+    emptyPagesAnswered: 0,
     close: () => {
       for (const res of held) res.destroy();
       server.closeAllConnections();
@@ -499,4 +535,41 @@ export async function startThrottlingProxy(targetPort: number, options: Throttle
 function pointFilter(filter: string | null): { partitionKey: string; rowKey: string } | undefined {
   const match = filter === null ? null : POINT_FILTER.exec(filter);
   return match === null ? undefined : { partitionKey: unquote(match[1]), rowKey: unquote(match[2]) };
+}
+
+export interface RecordingProxy extends Proxy {
+  /** Every request that reached the proxy, in order: its method and path (decoded, without the query). */
+  readonly requests: Array<{ readonly method: string; readonly path: string }>;
+  /** Answers a request itself, instead of storage, when it returns true (a fault Azurite cannot produce). */
+  intercept?: (req: IncomingMessage, res: ServerResponse) => boolean;
+}
+
+/**
+ * A TLS proxy in front of an Azurite that serves HTTPS (a bearer token travels over TLS only): records each
+ * request, then forwards it as it came. `tls` is the proxy's key and certificate and the CA Azurite's is from.
+ */
+export async function startRecordingTlsProxy(targetPort: number, tls: { key: string; cert: string; ca: string }): Promise<RecordingProxy> {
+  const server = createHttpsServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    proxy.requests.push({ method: req.method ?? '', path: decodeURIComponent(new URL(req.url ?? '', 'https://storage').pathname) });
+    if (proxy.intercept?.(req, res) === true) {
+      req.resume();
+      return;
+    }
+    const upstream = httpsRequest({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, ca: tls.ca }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxy: RecordingProxy = {
+    port: (server.address() as { port: number }).port,
+    requests: [],
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return proxy;
 }

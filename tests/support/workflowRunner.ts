@@ -10,14 +10,19 @@
  * tests/support/oidcTrust.ts) and the test decides, as Microsoft Entra ID would, whether it signs in. A
  * job that references an environment is first shown to options.environment, as GitHub applies the
  * environment's protection rules (or creates a missing one) before it sends the job to a runner.
- * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||`, `!` and `fromJSON()` (all these workflows use).
- * A `run` step that fails stops the run with a StepFailed, as GitHub skips the steps and jobs after it.
+ * Expressions: context paths, string literals, `==`, `!=`, `&&`, `||`, `!`, `fromJSON()` and the status
+ * functions `success()`, `failure()`, `always()` (all these workflows use). A step that fails (a `run` step's
+ * exit, azure/login refused) fails its job as GitHub does: the steps after it run only if their `if` asks for
+ * a failure (`failure()`, `always()`), `steps.<id>.outcome` says which failed, and the run then stops with a
+ * StepFailed, as GitHub skips the jobs that need the failed one. A job with `permissions: id-token: write`
+ * gets ACTIONS_ID_TOKEN_REQUEST_URL and _TOKEN for its token (options.oidc), as GitHub's runner gives them.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { githubToken, type GitHubRepository, type OidcToken } from './oidcTrust';
+import { randomUUID } from 'node:crypto';
+import { githubClaims, githubToken, type GitHubJob, type GitHubRepository, type OidcToken } from './oidcTrust';
 
 type Context = Record<string, unknown>;
 interface Step {
@@ -38,6 +43,7 @@ interface Job {
   uses?: string;
   with?: Record<string, unknown>;
   strategy?: { matrix?: Record<string, unknown[]> };
+  permissions?: Record<string, string>;
   steps?: Step[];
 }
 
@@ -66,11 +72,23 @@ export interface RunOptions {
    * exist, and refuse the job (throw) when its protection rules do not admit the run's ref.
    */
   readonly environment?: (name: string, ref: string) => void;
+  /**
+   * GitHub's OIDC token endpoint (tests/support/oidcTokenStandIn.cjs): its URL, and the folder where it finds
+   * each job's claims under the job's request token.
+   */
+  readonly oidc?: { readonly url: string; readonly folder: string };
+  /**
+   * The workflow file GitHub names in a job's `job_workflow_ref`: the file the job is defined in (`defined`,
+   * GitHub's documented rule), unless a test says otherwise (`caller`: the workflow that called it).
+   */
+  readonly jobWorkflowFile?: (defined: string, caller: string) => string;
 }
 
 export interface RunRecord {
   /** `job: step` in the order they ran, with `(skipped)` for steps not executed. */
   readonly steps: string[];
+  /** What each `run` step that ran printed (stdout, then stderr), by `job: step`. */
+  readonly output: Record<string, string>;
   /** Job summaries, by job. */
   readonly summaries: Record<string, string>;
   /** Each job's `runs-on` as evaluated, by job (jobs that ran steps). */
@@ -94,12 +112,23 @@ export class StepFailed extends Error {
   }
 }
 
+/** The status functions of a step's `if`, by the job's status so far (context `job.status`). */
+const STATUS_FUNCTIONS: Record<string, (status: unknown) => boolean> = {
+  success: (status) => status !== 'failure',
+  failure: (status) => status === 'failure',
+  always: () => true,
+};
+
 /** Evaluates a workflow expression (without `${{ }}`). */
 export function evaluate(expression: string, context: Context): unknown {
   const tokens = expression.match(/'[^']*'|==|!=|&&|\|\||!|\(|\)|[A-Za-z_][\w.-]*/g) ?? [];
   let i = 0;
   const primary = (): unknown => {
     const token = tokens[i++];
+    if (STATUS_FUNCTIONS[token] !== undefined && tokens[i] === '(' && tokens[i + 1] === ')') {
+      i += 2;
+      return STATUS_FUNCTIONS[token]((context.job as { status?: string } | undefined)?.status);
+    }
     if (token === '(') {
       const value = or();
       i++; // ')'
@@ -149,6 +178,12 @@ function interpolate(value: unknown, context: Context): unknown {
 
 const ifHolds = (condition: string | undefined, context: Context) =>
   condition === undefined || Boolean(evaluate(condition.replace(/^\$\{\{|\}\}$/g, '').trim(), context));
+/** A step's `if`: without a status function GitHub adds `success()`, so after a failure only `failure()`/`always()` steps run. */
+const stepRuns = (condition: string | undefined, context: Context) => {
+  const expression = condition ?? 'true';
+  const statusAsked = /\b(success|failure|always|cancelled)\(\)/.test(expression);
+  return ifHolds(statusAsked ? expression : `success() && (${expression.replace(/^\$\{\{|\}\}$/g, '')})`, context);
+};
 
 function outputsOf(file: string): Record<string, string> {
   if (!existsSync(file)) return {};
@@ -161,7 +196,7 @@ function outputsOf(file: string): Record<string, string> {
 }
 
 export function runWorkflow(file: string, options: RunOptions): RunRecord {
-  const record: RunRecord = { steps: [], summaries: {}, runners: {} };
+  const record: RunRecord = { steps: [], output: {}, summaries: {}, runners: {} };
   const ref = options.ref ?? (options.event === 'pull_request' ? 'refs/pull/7/merge' : 'refs/heads/main');
   const github = {
     event_name: options.event,
@@ -171,15 +206,15 @@ export function runWorkflow(file: string, options: RunOptions): RunRecord {
     sha: 'c0ffee'.padEnd(40, '0'),
     token: 'github-token',
   };
-  runJobs(file, { github, inputs: options.inputs ?? {} }, options, record, '');
+  runJobs(file, { github, inputs: options.inputs ?? {} }, options, record, '', file);
   return record;
 }
 
-/** job_workflow_ref of a job defined in `file`: a local reusable workflow (`./`) runs at its caller's ref. */
-const jobWorkflowRef = (options: RunOptions, file: string, ref: string) =>
-  `${options.repository.owner}/${options.repository.name}/.github/workflows/${file}@${ref}`;
+/** job_workflow_ref of a job defined in `file` (called by `caller`): a local reusable workflow (`./`) runs at its caller's ref. */
+const jobWorkflowRef = (options: RunOptions, file: string, caller: string, ref: string) =>
+  `${options.repository.owner}/${options.repository.name}/.github/workflows/${options.jobWorkflowFile?.(file, caller) ?? file}@${ref}`;
 
-function runJobs(file: string, base: Context, options: RunOptions, record: RunRecord, prefix: string): void {
+function runJobs(file: string, base: Context, options: RunOptions, record: RunRecord, prefix: string, caller: string): void {
   const workflow = parse(readFileSync(join(options.workspace, '.github', 'workflows', file), 'utf8')) as { jobs: Record<string, Job> };
   const done = new Map<string, boolean>();
   // Each finished job's outputs (its `outputs:` evaluated over its steps), as `needs.<job>.outputs`.
@@ -202,7 +237,7 @@ function runJobs(file: string, base: Context, options: RunOptions, record: RunRe
       const label = `${prefix}${name}${Object.keys(combination).length > 0 ? ` (${Object.values(combination).join(', ')})` : ''}`;
       if (job.uses !== undefined) {
         const inputs = Object.fromEntries(Object.entries(job.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
-        runJobs(job.uses.replace('./.github/workflows/', ''), { ...base, inputs }, options, record, `${label} > `);
+        runJobs(job.uses.replace('./.github/workflows/', ''), { ...base, inputs }, options, record, `${label} > `, file);
       } else {
         const environment = typeof job.environment === 'object' ? job.environment.name : job.environment;
         const runsOn = interpolate(job['runs-on'], context);
@@ -210,7 +245,13 @@ function runJobs(file: string, base: Context, options: RunOptions, record: RunRe
         const ref = (base.github as { ref: string }).ref;
         if (environmentName !== undefined) options.environment?.(environmentName, ref);
         record.runners[label] = runsOn;
-        const steps = runSteps(job.steps ?? [], context, options, record, label, environmentName, runsOn, jobWorkflowRef(options, file, ref));
+        const identity: GitHubJob = {
+          environment: environmentName,
+          event: (base.github as { event_name: string }).event_name,
+          ref,
+          jobWorkflowRef: jobWorkflowRef(options, file, caller, ref),
+        };
+        const steps = runSteps(job, context, options, record, label, runsOn, identity);
         needs[name] = {
           outputs: Object.fromEntries(Object.entries(job.outputs ?? {}).map(([k, v]) => [k, String(interpolate(v, { ...context, steps }))])),
         };
@@ -225,17 +266,36 @@ function defaults(base: Context): Record<string, string> {
   return { GITHUB_RUN_ID: github.run_id, GITHUB_REPOSITORY: github.repository, GITHUB_REF: github.ref, GITHUB_ACTOR: 'octocat' };
 }
 
-/** Runs a job's steps; returns its `steps` context (their outputs). */
+/**
+ * What a job with `id-token: write` gets to ask GitHub for its token: the variables GitHub's runner sets
+ * (ACTIONS_ID_TOKEN_REQUEST_URL, ACTIONS_ID_TOKEN_REQUEST_TOKEN), the token endpoint told the job's claims.
+ */
+function idTokenEnv(job: Job, options: RunOptions, identity: GitHubJob): Record<string, string> {
+  if (job.permissions?.['id-token'] !== 'write' || options.oidc === undefined) return {};
+  const requestToken = randomUUID();
+  writeFileSync(join(options.oidc.folder, `${requestToken}.json`), JSON.stringify(githubClaims(options.repository, identity)));
+  return { ACTIONS_ID_TOKEN_REQUEST_URL: `${options.oidc.url}/token?api-version=2.0`, ACTIONS_ID_TOKEN_REQUEST_TOKEN: requestToken };
+}
+
+/** A step that failed: the first one ends the run once the job's `failure()` steps have run. */
+interface Failure {
+  readonly title: string;
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a job's steps; returns its `steps` context (their outputs and outcomes). */
 function runSteps(
-  steps: Step[],
+  job: Job,
   base: Context,
   options: RunOptions,
   record: RunRecord,
   label: string,
-  environment: string | undefined,
   runsOn: unknown,
-  workflowRef: string,
-): Record<string, { outputs: Record<string, string> }> {
+  identity: GitHubJob,
+): Record<string, { outputs: Record<string, string>; outcome: string }> {
+  const steps = job.steps ?? [];
   // Each job starts on a fresh runner: a copy of the repository (what checkout gives), nothing else kept.
   const runner = join(options.artifacts, '..', 'runners', label.replace(/[^\w-]+/g, '_'));
   rmSync(runner, { recursive: true, force: true });
@@ -243,12 +303,15 @@ function runSteps(
   const checkedOut = steps.some((s) => s.uses?.startsWith('actions/checkout@'));
   if (checkedOut) cpSync(options.workspace, runner, { recursive: true, filter: (src) => !src.includes('node_modules') });
   const summary = join(runner, '.summary');
-  const stepsContext: Record<string, { outputs: Record<string, string> }> = {};
+  const tokenEnv = idTokenEnv(job, options, identity);
+  const stepsContext: Record<string, { outputs: Record<string, string>; outcome: string }> = {};
+  let failed: Failure | undefined;
   for (const [n, step] of steps.entries()) {
-    const context = { ...base, steps: stepsContext };
+    const context = { ...base, steps: stepsContext, job: { status: failed === undefined ? 'success' : 'failure' } };
     const title = `${label}: ${step.name ?? step.uses ?? step.run?.split('\n')[0]}`;
-    if (!ifHolds(step.if, context)) {
+    if (!stepRuns(step.if, context)) {
       record.steps.push(`${title} (skipped)`);
+      if (step.id !== undefined) stepsContext[step.id] = { outputs: {}, outcome: 'skipped' };
       continue;
     }
     const given = Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, interpolate(v, context)]));
@@ -262,15 +325,20 @@ function runSteps(
         const runId = typeof given['run-id'] === 'string' ? given['run-id'] : options.runId;
         cpSync(join(options.artifacts, runId, String(given.name)), join(runner, String(given.path)), { recursive: true });
       } else if (action === 'azure/login') {
-        const github = base.github as { event_name: string; ref: string };
-        options.login(
-          String(given['client-id']),
-          githubToken(options.repository, { environment, event: github.event_name, ref: github.ref, jobWorkflowRef: workflowRef }),
-        );
+        try {
+          options.login(String(given['client-id']), githubToken(options.repository, identity));
+        } catch (error) {
+          // azure/login fails the step with Entra's answer (AADSTS…).
+          record.steps.push(title);
+          failed ??= { title, status: 1, stdout: '', stderr: error instanceof Error ? error.message : String(error) };
+          if (step.id !== undefined) stepsContext[step.id] = { outputs: {}, outcome: 'failure' };
+          continue;
+        }
       } else if (action !== 'actions/checkout' && action !== 'actions/setup-node') {
         throw new Error(`${title}: no stand-in for ${step.uses}`);
       }
       record.steps.push(title);
+      if (step.id !== undefined) stepsContext[step.id] = { outputs: {}, outcome: 'success' };
       continue;
     }
     if (options.skip?.(step)) {
@@ -281,14 +349,25 @@ function runSteps(
     const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, String(interpolate(v, context))]));
     const result = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', String(step.run)], {
       cwd: runner,
-      env: { ...options.env, ...options.runner?.(runsOn), ...env, ...defaults(base), GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: summary, CI: 'true' },
+      env: {
+        ...options.env,
+        ...options.runner?.(runsOn),
+        ...env,
+        ...defaults(base),
+        ...tokenEnv,
+        GITHUB_OUTPUT: output,
+        GITHUB_STEP_SUMMARY: summary,
+        CI: 'true',
+      },
       encoding: 'utf8',
     });
     record.steps.push(title);
-    if (result.status !== 0) throw new StepFailed(title, result.status, result.stdout, result.stderr, record);
-    if (step.id !== undefined) stepsContext[step.id] = { outputs: outputsOf(output) };
+    record.output[title] = `${result.stdout}${result.stderr}`;
+    if (step.id !== undefined) stepsContext[step.id] = { outputs: outputsOf(output), outcome: result.status === 0 ? 'success' : 'failure' };
+    if (result.status !== 0) failed ??= { title, status: result.status, stdout: result.stdout, stderr: result.stderr };
   }
   if (existsSync(summary)) record.summaries[label] = readFileSync(summary, 'utf8');
+  if (failed !== undefined) throw new StepFailed(failed.title, failed.status, failed.stdout, failed.stderr, record);
   writeFileSync(join(runner, '.done'), '');
   return stepsContext;
 }

@@ -9,7 +9,10 @@ import {
   alwaysReadyPlanMonthly,
   billedAlwaysReady,
   billedSeconds,
+  entityBytes,
   ingestionMonthly,
+  keyRowsMonthly,
+  keyedBatchBytes,
   networkMonthly,
   sparseMonthly,
   sparsePerMillion,
@@ -276,5 +279,25 @@ describe('the start-up and volume targets at one core, against a run (bench/size
     const lines = sizeTargetLines({ ...measured, results: [{ ...measured.results[0], telemetry: undefined, starts: undefined }] });
     expect(lines.filter((line) => line.includes('not measured'))).toHaveLength(5);
     expect(lines.slice(0, 5).map(verdictOf)).toEqual(['**not met** |', '**not met** |', '**not met** |', '**not met** |', 'reported |']);
+  });
+});
+
+describe('key rows kept for good (docs/decisions/0180)', () => {
+  const record = readFileSync(join(__dirname, '../../docs/decisions/0180-nothing-removes-key-rows.md'), 'utf8');
+  const figure = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+  test("an entity's size by Microsoft's formula: 4 bytes, the keys as UTF-16, and per property 8 bytes, its name and its value", () => {
+    // "ab"+"c": 4 + 3×2; "S": 8 + 1×2 + (2 chars × 2 + 4); "D": 8 + 1×2 + 8
+    expect(entityBytes('ab', 'c', { S: 'xy', D: new Date(0) })).toBe(4 + 6 + (8 + 2 + 8) + (8 + 2 + 8));
+    expect(keyedBatchBytes(100) - keyedBatchBytes(1)).toBe(2 * 99 * 8 * 2); // each further loan: ",NNNNNNN" in both rows
+  });
+
+  test('the record quotes the model: bytes per keyed batch, the price per million kept, and what the timer cost', () => {
+    const perMillion = keyRowsMonthly(1e6, 1, 1);
+    const timer = alwaysReadyPlanMonthly(2048, 2, true);
+    expect(record).toContain(`a keyed batch of one loan leaves ${figure(keyedBatchBytes(1))} bytes`);
+    expect(record).toContain(`of 100 loans, ${figure(keyedBatchBytes(100))}`);
+    expect(record).toContain(`$${figure(perMillion, 2)} a month per million`);
+    expect(record).toContain(`$${figure(timer, 2)} a month, what the rows of ${figure(timer / perMillion)} million such`);
   });
 });

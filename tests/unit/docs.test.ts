@@ -78,19 +78,68 @@ test('every #anchor a Markdown link names is a heading of the file it points at'
         return { file, target: path === '' ? file : join(dirname(file), decodeURI(path)), anchor };
       });
   });
-  expect(links.filter(({ file }) => file.endsWith(join('docs', 'decisions.md'))).length).toBeGreaterThan(20);
+  expect(links.length).toBeGreaterThan(10);
   const broken = links.filter(({ target, anchor }) => target.endsWith('.md') && existsSync(target) && !anchors(readFileSync(target, 'utf8')).has(anchor));
   expect(broken.map(({ file, target, anchor }) => `${relative(ROOT, file)} → ${relative(ROOT, target)}#${anchor}`)).toEqual([]);
 });
 
-test('every entry of docs/decisions.md is dated and listed in its contents', () => {
-  const text = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
-  const main = text.slice(text.indexOf('\n## Contents'), text.indexOf('\n## Superseded decisions'));
-  const contents = main.slice(0, main.indexOf('\n## ', 1));
-  const entries = [...main.matchAll(/^(##|###) (.+)\n\n(.*)$/gm)].slice(1);
-  expect(entries.length).toBeGreaterThan(20);
-  expect(entries.filter(([, , , date]) => !/^\*Decided 2026-\d\d-\d\d\b/.test(date)).map(([, , heading]) => heading)).toEqual([]);
-  const listed = new Set([...contents.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]));
-  const topLevel = entries.filter(([, level]) => level === '##').map(([, , heading]) => [...anchors(`## ${heading}`)][0]);
-  expect(topLevel.filter((anchor) => !listed.has(anchor))).toEqual([]);
+describe('docs/decisions/: one record per decision, in ADR form (issue 49)', () => {
+  const DIR = join(ROOT, 'docs', 'decisions');
+  const records = readdirSync(DIR)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((file) => ({ file, text: readFileSync(join(DIR, file), 'utf8') }));
+  const numbered = new Map(records.map((r) => [Number(r.file.slice(0, 4)), r]));
+  /** What is wrong with one record's form: [] when nothing. */
+  function formProblems(file: string, text: string): string[] {
+    const number = /^(\d{4})-[a-z0-9-]+\.md$/.exec(file)?.[1];
+    if (number === undefined) return [`${file}: not named NNNN-title.md`];
+    const lines = text.split('\n');
+    const problems: string[] = [];
+    if (!new RegExp(`^# ${number}\\. \\S`).test(lines[0])) problems.push(`${file}: its first line is not "# ${number}. <title>"`);
+    if (!/^Status: (?:Accepted\b|Proposed\b|Superseded by \[\d{4}\]\(\d{4}-[a-z0-9-]+\.md\))/.test(lines[2] ?? ''))
+      problems.push(`${file}: no status in its first lines`);
+    const headings = lines.filter((l) => l.startsWith('## '));
+    if (headings.join('|') !== '## Context|## Decision|## Consequences') problems.push(`${file}: sections ${headings.join(', ')}`);
+    return problems;
+  }
+
+  test('each record is NNNN-title.md: its number and title, its status in its first lines, then context, decision, consequences', () => {
+    expect(records.length).toBeGreaterThan(100);
+    expect(records.flatMap(({ file, text }) => formProblems(file, text))).toEqual([]);
+    expect(numbered.size).toBe(records.length);
+  });
+
+  test('a superseded record names the record that replaced it, which names it back; an accepted one names none', () => {
+    const problems = records.flatMap(({ file, text }) => {
+      const status = text.split('\n')[2];
+      const by = /^Status: Superseded by \[(\d{4})\]/.exec(status)?.[1];
+      if (by === undefined) return [];
+      const successor = numbered.get(Number(by));
+      if (successor === undefined) return [`${file}: superseded by ${by}, which does not exist`];
+      const back = successor.text.split('\n')[2];
+      return back.includes(`[${file.slice(0, 4)}](${file})`) ? [] : [`${successor.file} does not say it supersedes ${file}`];
+    });
+    expect(problems).toEqual([]);
+    expect(records.filter(({ text }) => text.split('\n')[2].startsWith('Status: Superseded')).length).toBeGreaterThan(20);
+  });
+
+  test('docs/decisions.md is the index: every record, once, with its status', () => {
+    const index = readFileSync(join(ROOT, 'docs', 'decisions.md'), 'utf8');
+    const rows = [...index.matchAll(/^\| \[(\d{4})\]\(decisions\/([^)]+)\) \| (.+) \| (accepted|superseded by (\d{4})) \|$/gm)];
+    expect(rows.map((r) => r[2])).toEqual(records.map((r) => r.file));
+    for (const [, number, file, title, status, by] of rows) {
+      const record = numbered.get(Number(number))?.text ?? '';
+      expect({ file, title: record.split('\n')[0] }).toEqual({ file, title: `# ${number}. ${title.replace(/\\\|/g, '|')}` });
+      expect({ file, status }).toEqual({ file, status: by === undefined ? 'accepted' : `superseded by ${/Superseded by \[(\d{4})\]/.exec(record)?.[1]}` });
+    }
+  });
+
+  test('the form check can fail: a record without its status line, or with its sections out of order', () => {
+    const good = numbered.get(1) as { file: string; text: string };
+    expect(formProblems(good.file, good.text)).toEqual([]);
+    expect(formProblems(good.file, good.text.replace(/^Status: .*$/m, 'Decided long ago.'))).toEqual([`${good.file}: no status in its first lines`]);
+    expect(formProblems(good.file, good.text.replace('## Context', '## Background'))).toHaveLength(1);
+    expect(formProblems('decision-one.md', good.text)).toEqual(['decision-one.md: not named NNNN-title.md']);
+  });
 });

@@ -13,8 +13,12 @@ import { tableRows } from '../support/markdown';
 const ROOT = join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 
-/** What a person reads: README.md and docs/*.md. */
-const DOCUMENTS = ['README.md', ...readdirSync(join(ROOT, 'docs')).flatMap((f) => (f.endsWith('.md') ? [`docs/${f}`] : []))];
+/** What a person reads: README.md, docs/*.md and the decision records of docs/decisions/. */
+const DOCUMENTS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs')).flatMap((f) => (f.endsWith('.md') ? [`docs/${f}`] : [])),
+  ...readdirSync(join(ROOT, 'docs', 'decisions')).flatMap((f) => (f.endsWith('.md') ? [`docs/decisions/${f}`] : [])),
+];
 
 /** Every file under `dir` (relative to the repository) whose name ends with `ending`. */
 function filesUnder(dir: string, ending: string): string[] {

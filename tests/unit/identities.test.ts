@@ -4,7 +4,7 @@
  * only by the workflow and ref their federated credentials name (evaluated from the bootstrap) and that
  * workflow's job signs in with them (.github/workflows), and what the app, the stop identity and on-call's
  * group may do to the tables is no more than what their code does to them (the table operations of
- * lib/store.ts, scripts/stopClient.sh and the runbook's commands, as Microsoft's "Permissions for calling
+ * lib/store.ts, scripts/stopClient.cjs and the runbook's commands, as Microsoft's "Permissions for calling
  * data operations" authorizes them).
  */
 import { readFileSync } from 'node:fs';
@@ -40,7 +40,7 @@ const CUSTOM_ROLES: Record<string, string> = {
 };
 /** The table of docs/deploy.md, "Identities", by the identity's short name (its first word). */
 function identityRows(text = DEPLOY_MD): Record<string, { mayDo: string; needs: string; obtainedBy: string }> {
-  const section = text.slice(text.indexOf('\n## Identities\n'));
+  const section = text.slice(/\n## (?:\d+\. )?Identities\n/.exec(text)?.index ?? -1);
   const rows = tableRows(section, /^\| Identity \| May do \| What its job needs \| Who can obtain it \|$/);
   return Object.fromEntries(rows.map(([identity, mayDo, needs, obtainedBy]) => [identity.split(/[ ']/)[0], { mayDo, needs, obtainedBy }]));
 }
@@ -284,7 +284,7 @@ describe('who can obtain each identity: the workflow and ref its credentials nam
 /**
  * What each identity's code does to the tables, as Table service operations: the app's from lib/store.ts
  * (its point reads, the draws' transaction of inserts, the key's insert and its replace), the stop
- * identity's from scripts/stopClient.sh, on-call's from the runbook's commands.
+ * identity's from scripts/stopClient.cjs (its SDK calls), on-call's from the runbook's commands.
  */
 function appOperations(): Record<string, TableOperation[]> {
   const store = read('lib/store.ts');
@@ -319,6 +319,18 @@ function scriptOperations(script: string, tables: Record<string, string>): Recor
       ([, verb, table, rest]): [string, TableOperation] => [
         tables[table] ?? table,
         verb === 'insert' ? (/--if-exists (merge|replace)/.test(rest) ? 'Insert Or Replace Entity' : 'Insert Entity') : 'Query Entities',
+      ],
+    ),
+  );
+}
+/** scripts/stopClient.cjs's table calls (@azure/data-tables' getEntity, a Query Entities; createEntity, an Insert Entity), by table. */
+function stopOperations(tables: Record<string, string>): Record<string, TableOperation[]> {
+  const operation: Record<string, TableOperation> = { getEntity: 'Query Entities', createEntity: 'Insert Entity' };
+  return group(
+    [...read('scripts/stopClient.cjs').matchAll(/new TableClient\(url, (\w+), credential, options\)\.(\w+)\(/g)].map(
+      ([, table, method]): [string, TableOperation] => [
+        tables[table] ?? table,
+        operation[method] ?? (`${method}: not a Table service operation this test knows` as TableOperation),
       ],
     ),
   );
@@ -385,8 +397,8 @@ describe('nothing the app, the stop identity or on-call may do to a table is mor
     for (const [table, { allowed, needed: need }] of Object.entries(result)) expect({ table, allowed }).toEqual({ table, allowed: need });
   });
 
-  test('the stop identity: exactly what scripts/stopClient.sh does, a read of Partners and an insert into the stop list', async () => {
-    const operations = scriptOperations('scripts/stopClient.sh', { partners: 'Partners', stops: 'StoppedClients' });
+  test('the stop identity: exactly what scripts/stopClient.cjs does, a read of Partners and an insert into the stop list', async () => {
+    const operations = stopOperations({ partners: 'Partners', stops: 'StoppedClients' });
     expect(operations).toEqual({ Partners: ['Query Entities'], StoppedClients: ['Insert Entity'] });
     const result = await check(await assignmentsOf('stopAccess', STOPPER), operations);
     for (const [table, { allowed, needed: need }] of Object.entries(result)) expect({ table, allowed }).toEqual({ table, allowed: need });

@@ -971,7 +971,7 @@ describe('alerts that page on-call', () => {
     expect(criterion.timeAggregation).toBe('Total');
     const workbook = readFileSync(join(INFRA, 'workbook.json'), 'utf8');
     expect(workbook).toContain(`reason == \\"${COMMIT_OUTCOME_UNKNOWN}\\"`);
-    expect(readFileSync(join(ROOT, 'docs', 'runbook.md'), 'utf8')).toContain('**Commit outcome unknown**');
+    expect(readFileSync(join(ROOT, 'docs', 'runbook.md'), 'utf8')).toContain('\n### commit-outcome-unknown\n');
   });
 
   test('availability: a standard web test POSTs to /DrawRequest without a token and expects 401, with a metric alert on it', () => {
@@ -1267,13 +1267,13 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
 
   test('the sections the scripts and workflows send a person to are its headings, and the refusals it quotes are theirs', () => {
     const text = deployMd();
-    const headings = [...text.matchAll(/^#{2,3} (?:\d+\. )?(.+)$/gm)].map((m) => m[1]);
+    const headings = [...text.matchAll(/^#{2,3} (?:\d+(?:\.\d+)*\.? )?(.+)$/gm)].map((m) => m[1]);
     const files = [
       'scripts/deploy.sh',
       'scripts/target.sh',
       'scripts/smokeCheck.cjs',
       'scripts/githubSettings.cjs',
-      'scripts/stopClient.sh',
+      'scripts/stopClient.cjs',
       'infra/modules/pipelineIdentities.bicep',
       '.github/workflows/deploy.yml',
       '.github/workflows/deploy-environment.yml',
@@ -1300,7 +1300,7 @@ describe('docs/deploy.md names only outputs and fields that exist', () => {
     const outputs = [...text.matchAll(/deployment's (?:output|`partnerRows` output) `?(\w+)`?|output `(\w+)`/g)].map((m) => m[1] ?? m[2]);
     expect(outputs.filter((o) => !mainFile().outputs.has(o))).toEqual([]);
     const parameterRows = text
-      .slice(text.indexOf('## Parameters'))
+      .slice(/^## (?:\d+\. )?Parameters$/m.exec(text)?.index ?? -1)
       .split('\n')
       .filter((l) => l.startsWith('| `'))
       .flatMap((l) => [...l.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));
@@ -1339,7 +1339,7 @@ describe('Flex Consumption scale: published types and the measured choice per en
   });
 
   // Microsoft (Flex Consumption plan): "No less than two always-ready instances can be configured per function
-  // or function group while zone redundancy is enabled" (docs/decisions.md, "Network isolation and zone redundancy").
+  // or function group while zone redundancy is enabled" (docs/decisions/0102-prod-is-zone-redundant-with-two-always-ready-instances.md).
   test('a zone-redundant plan is given at least two always-ready instances: each parameters file as deployed, and fewer refused by name', async () => {
     expect(await alwaysReadyGroups(parametersOf('dev'))).toEqual([]);
     expect(envValue('prod', 'zoneRedundant')).toBe(true);
@@ -1369,7 +1369,7 @@ describe('Flex Consumption scale: published types and the measured choice per en
       expect(envValue(env, 'perInstanceConcurrency')).toEqual(expect.any(Number));
       expect(envValue(env, 'alwaysReady')).toEqual(expect.any(Number));
     }
-    // docs/decisions.md, "Instance size, concurrency and cost": both on one core, four at once (not the default 16);
+    // docs/decisions/0115-instance-size-concurrency-and-always-ready-chosen-by.md: both on one core, four at once (not the default 16);
     // prod keeps instances warm, two as its zone redundancy needs; dev scales to zero.
     expect(['dev', 'prod'].map((env) => [envValue(env, 'instanceMemoryMB'), envValue(env, 'perInstanceConcurrency')])).toEqual([
       [2048, 4],
@@ -2090,7 +2090,7 @@ describe("federated credentials (issue #40): only main's reviewed workflows sign
     expect(() => new BicepEvaluation('snippet.bicep', root, { repository: 'x' })).toThrow(/no parameter repository/);
   });
 
-  test('the bootstrap trusts both forms unless told otherwise (docs/decisions.md)', async () => {
+  test('the bootstrap trusts both forms unless told otherwise (docs/decisions/0092-the-bootstrap-trusts-both-forms-of-githubs-subject-by.md)', async () => {
     expect(file(BOOTSTRAP).params.get('githubSubjectFormat')?.defaultValue).toBe('both');
     expect((await bootstrap('dev')).map((c) => c.name)).toEqual([
       'github-main-deploy-dev',
@@ -2220,7 +2220,7 @@ describe('network isolation and zones (issue #34): published Azure types and the
     ]);
   });
 
-  test('prod is isolated with its storage closed, deployed by its runner group inside the network; dev stays open (docs/decisions.md); prod is zone redundant, dev is not', () => {
+  test('prod is isolated with its storage closed, deployed by its runner group inside the network; dev stays open (docs/decisions/0095-prod-isolated-and-closed-written-through-private-networked.md); prod is zone redundant, dev is not', () => {
     expect(ENVIRONMENTS.map((env) => [env, envValue(env, 'networkIsolated'), envValue(env, 'storagePublicAccess'), envValue(env, 'zoneRedundant')])).toEqual([
       ['dev', false, true, false],
       ['prod', true, false, true],
@@ -2262,7 +2262,7 @@ describe('network isolation and zones (issue #34): published Azure types and the
     // Each prefix is the start of its block (Azure refuses 10.40.0.70/28).
     for (const cidr of Object.values(defaults)) expect(block(cidr)[0] % 2 ** (32 - Number(cidr.split('/')[1]))).toBe(0);
     // "a single function app might use up to 40 IP addresses" (Flex Consumption how-to), and "Azure reserves
-    // 5 IP addresses within each subnet" (Virtual Network FAQ): docs/decisions.md, "Network isolation".
+    // 5 IP addresses within each subnet" (Virtual Network FAQ): docs/decisions/0096-subnets-are-sized-once-app-26-runners-28-endpoints-27.md.
     const usable = (cidr: string) => block(cidr)[1] - block(cidr)[0] + 1 - 5;
     expect(usable(defaults.appSubnetPrefix)).toBeGreaterThanOrEqual(40);
     expect(mainModule('network').params).toMatchObject({ runnerSubnetPrefix: new Expr('runnerSubnetPrefix'), githubBusinessId: new Expr('githubBusinessId') });
@@ -2275,7 +2275,7 @@ describe('network isolation and zones (issue #34): published Azure types and the
       businessId: new Expr('githubBusinessId'),
     });
     // No tags of ours: a redeployment would replace the GitHubId tag GitHub's network configuration takes
-    // (docs/decisions.md, "GitHub's GitHubId tag is left to GitHub").
+    // (docs/decisions/0099-githubs-githubid-tag-is-left-to-github.md).
     expect(Object.keys(settings).sort()).toEqual(['location', 'name', 'properties']);
     expect(readFileSync(join(INFRA, 'modules', 'network.bicep'), 'utf8')).toContain(
       "resource runnerNetworkSettings 'GitHub.Network/networkSettings@2024-04-02' = if (!empty(githubBusinessId)) {",

@@ -44,7 +44,11 @@ type Job = {
 type Workflow = { on: Record<string, unknown>; permissions?: Record<string, string>; jobs: Record<string, Job> };
 
 const text = (file: string) => readFileSync(join(DIR, file), 'utf8');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const stopClientScript = () => require(join(ROOT, 'scripts', 'stopClient.cjs')) as { CLIENT_ID: RegExp };
 const workflow = (file: string) => parse(text(file)) as Workflow;
+/** A job's steps but those that run only after a failure (`if: failure() …`). */
+const unlessFailed = (steps: Step[] | undefined): Step[] => (steps ?? []).filter((s) => !(s.if ?? '').startsWith('failure()'));
 const allSteps = () => FILES.flatMap((f) => Object.values(workflow(f).jobs).flatMap((j) => (j.steps ?? []).map((s) => ({ file: f, step: s }))));
 
 test("the pipeline is two files, deploy.yml and the environment deployment it calls, and on-call's stop-client.yml", () => {
@@ -110,6 +114,24 @@ test("each sign-in is a job of main's run of its file, which is what its identit
   expect(Object.keys(workflow('deploy-environment.yml').on)).toEqual(['workflow_call']);
 });
 
+test("a refused sign-in explains itself: each signing-in job ends, on its sign-in's failure only, with the token's claims beside its identity's subjects", () => {
+  const jobs = FILES.flatMap((file) => Object.entries(workflow(file).jobs).map(([name, job]) => ({ file, name, job })));
+  const signingIn = jobs.filter(({ job }) => (job.steps ?? []).some((s) => s.uses?.startsWith('azure/login@')));
+  expect(signingIn.map(({ file, name }) => `${file} ${name}`)).toEqual(['deploy-environment.yml deploy', 'deploy.yml what-if', 'stop-client.yml stop']);
+  for (const { file, job } of signingIn) {
+    const steps = (job.steps ?? []) as Array<Step & { id?: string }>;
+    const logins = steps.filter((s) => s.uses?.startsWith('azure/login@'));
+    const identity = /outputs\.(deploy|plan|stop)ClientId/.exec(String(logins[0].with?.['client-id']))?.[1];
+    const last = steps.at(-1) as Step;
+    expect({ file, ids: logins.every((s) => s.id !== undefined) }).toEqual({ file, ids: true });
+    // Only after a failure, and only when a sign-in is what failed.
+    expect(last.if).toMatch(/^failure\(\) && /);
+    for (const login of logins) expect(last.if).toContain(`steps.${login.id}.outcome == 'failure'`);
+    expect(last.run).toContain(`scripts/githubSettings.cjs claims "$ENVIRONMENT" ${identity}`);
+    expect(unlessFailed(steps)).toEqual(steps.slice(0, -1));
+  }
+});
+
 test('least privilege: read-only by default; an OIDC token only for the jobs that sign in to Azure', () => {
   for (const file of FILES) expect(workflow(file).permissions).toEqual({ contents: 'read' });
   for (const file of FILES) {
@@ -125,7 +147,7 @@ test('scripts never hold ${{ }}: values reach them through env (no expression in
     if (step.run !== undefined) expect({ file, run: step.run }).toEqual({ file, run: expect.not.stringContaining('${{') });
 });
 
-test('every Azure call goes through scripts/deploy.sh or scripts/stopClient.sh: no az in the workflows themselves', () => {
+test('every Azure call goes through scripts/deploy.sh or scripts/stopClient.cjs: no az in the workflows themselves', () => {
   for (const { step } of allSteps()) expect(step.run ?? '').not.toMatch(/(^|\s)az\s/);
 });
 
@@ -143,7 +165,7 @@ describe('the order of a release', () => {
     expect(jobs['what-if'].strategy?.matrix?.environment).toEqual(['dev', 'prod']);
     const login = (jobs['what-if'].steps ?? []).find((s) => s.uses?.startsWith('azure/login@'));
     expect(login?.with?.['client-id']).toBe('${{ steps.target.outputs.planClientId }}');
-    expect((jobs['what-if'].steps ?? []).at(-1)?.run).toBe('bash scripts/deploy.sh "$ENVIRONMENT" --what-if --plan');
+    expect(unlessFailed(jobs['what-if'].steps).at(-1)?.run).toBe('bash scripts/deploy.sh "$ENVIRONMENT" --what-if --plan');
     for (const name of ['deploy-dev', 'deploy-prod']) expect(jobs[name].if).toBe("github.event_name == 'push'");
   });
 
@@ -171,7 +193,7 @@ describe('the order of a release', () => {
     const assemble = steps.findIndex((s) => s.run?.includes('release/build.json'));
     for (const step of [steps[assemble], steps[upload]]) expect(step.if).toBe("github.event_name == 'push'");
     // The artifact carries every script its deployment runs, the smoke check's included.
-    expect(steps[assemble].run).toContain('cp scripts/deploy.sh scripts/target.sh scripts/smokeCheck.cjs release/scripts/');
+    expect(steps[assemble].run).toContain('cp scripts/deploy.sh scripts/target.sh scripts/smokeCheck.cjs scripts/githubSettings.cjs release/scripts/');
   });
 
   test('before anything is downloaded, a job without the environment proves the run a release, with the checker of this commit', () => {
@@ -220,7 +242,7 @@ describe('the order of a release', () => {
     const steps = job.steps ?? [];
     expect(steps[0].uses).toMatch(/^actions\/download-artifact@/);
     expect(steps[0].with).toMatchObject({ name: 'draw-request-service', 'run-id': '${{ inputs.run_id }}' });
-    expect(steps.filter((s) => s.run !== undefined).map((s) => s.run)).toEqual([
+    expect(unlessFailed(steps).flatMap((s) => (s.run === undefined ? [] : [s.run]))).toEqual([
       'bash release/scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --infra-only --yes',
       'bash release/scripts/deploy.sh "$ENVIRONMENT" --code-only --package release/draw-request-service.zip',
@@ -286,32 +308,41 @@ describe("on-call's emergency stop (stop-client.yml)", () => {
       "the stop job's runner (the environment's runner group in its network, or GitHub-hosted)",
     ]);
     expect(steps[1].env).toEqual({ CLIENT_ID: '${{ inputs.client_id }}' });
-    // The same pattern as scripts/stopClient.sh, which checks again whoever runs it.
+    // The same pattern as scripts/stopClient.cjs, which checks again whoever runs it.
     expect(steps[1].run).toContain(`[[ "$CLIENT_ID" =~ ${GUID} ]]`);
-    expect(readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8')).toContain(`[[ "$client" =~ ${GUID} ]]`);
+    expect(stopClientScript().CLIENT_ID.source).toBe(GUID);
     expect(steps[3].run).toBe(`bash scripts/target.sh "$ENVIRONMENT" | grep '^runsOn=' >> "$GITHUB_OUTPUT"`);
     expect(target.outputs).toEqual({ 'runs-on': '${{ steps.runner.outputs.runsOn }}' });
   });
 
-  test("the stop job runs where the environment's storage answers, in <env>-stop, and runs scripts/stopClient.sh only", () => {
+  test("the stop job runs where the environment's storage answers, in <env>-stop, and runs scripts/stopClient.cjs only, with the lockfile's production packages", () => {
     const job = stop().jobs.stop;
     expect(job.needs).toBe('target');
     expect(job['runs-on']).toBe('${{ fromJSON(needs.target.outputs.runs-on) }}');
     expect(job.environment).toBe('${{ inputs.environment }}-stop');
     expect(job.permissions).toEqual({ contents: 'read', 'id-token': 'write' });
-    const runs = (job.steps ?? []).filter((s) => s.run !== undefined);
+    const runs = unlessFailed(job.steps).filter((s) => s.run !== undefined);
     expect(runs.map((s) => s.run)).toEqual([
+      'npm ci --omit=dev --ignore-scripts --no-audit --no-fund',
       'bash scripts/target.sh "$ENVIRONMENT" >> "$GITHUB_OUTPUT"',
-      'bash scripts/stopClient.sh "$ENVIRONMENT" "$CLIENT_ID"',
+      'node scripts/stopClient.cjs "$ENVIRONMENT" "$CLIENT_ID"',
     ]);
-    expect(runs[1].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
+    expect(runs[2].env).toEqual({ ENVIRONMENT: '${{ inputs.environment }}', CLIENT_ID: '${{ inputs.client_id }}' });
+    // The packages before the sign-in, whose assertion lasts 10 minutes; Node 22, the service's runtime.
+    const names = (job.steps ?? []).map((s) => s.uses?.replace(/@.*$/, '') ?? s.run);
+    expect(names.indexOf('actions/setup-node')).toBeLessThan(names.indexOf('npm ci --omit=dev --ignore-scripts --no-audit --no-fund'));
+    expect(names.indexOf('npm ci --omit=dev --ignore-scripts --no-audit --no-fund')).toBeLessThan(names.indexOf('azure/login'));
+    expect((job.steps ?? []).find((s) => s.uses?.startsWith('actions/setup-node@'))?.with).toEqual({ 'node-version': 22, cache: 'npm' });
   });
 
-  test('scripts/stopClient.sh reads the Partners row, then only inserts one stop-list row (Insert Entity: --if-exists fail): never a merge, replace or delete, never a Partners write', () => {
-    const script = readFileSync(join(ROOT, 'scripts', 'stopClient.sh'), 'utf8').replace(/^\s*#.*$/gm, '');
-    expect([...script.matchAll(/\baz ([a-z]+ [a-z]+ [a-z]+)/g)].map((m) => m[1])).toEqual(['storage entity show', 'storage entity insert']);
-    expect(script).toMatch(/az storage entity show [^\n]*--table-name "\$partners"/);
-    expect(script).toMatch(/az storage entity insert [^\n]*--table-name "\$stops" --if-exists fail/);
-    expect(script).not.toMatch(/Active=/);
+  test("scripts/stopClient.cjs reads the Partners row (Get Entity), then only inserts one stop-list row (createEntity: Insert Entity): never an upsert, update or delete, never the Azure CLI's storage commands", () => {
+    const script = readFileSync(join(ROOT, 'scripts', 'stopClient.cjs'), 'utf8').replace(/^\s*\/\/.*$/gm, '');
+    expect([...script.matchAll(/new TableClient\(url, (\w+), credential, options\)\.(\w+)\(/g)].map((m) => `${m[1]}.${m[2]}`)).toEqual([
+      'partners.getEntity',
+      'stops.createEntity',
+    ]);
+    expect(script).not.toMatch(/\.(upsertEntity|updateEntity|deleteEntity|submitTransaction|listEntities|createTable|deleteTable)\(/);
+    expect(script).not.toMatch(/'storage'|az storage|Active/);
+    expect(script).toContain('new AzureCliCredential(');
   });
 });
