@@ -11,14 +11,13 @@
  *   time for the floor (`process.cpuUsage`); Azurite's CPU counts for neither.
  * - **A CPU profile** (`--cpu-prof`) of a dev host per batch size (each on tables of its own): self
  *   time by owner (package, Node, this code) and the top functions.
- * - **Cold start**: the packaged entry (esbuild bundle) against the `tsc` output, fresh processes.
  * - **Worst-case requests** (tests/support/hostileBodies.ts): each one at a time through a dev host,
  *   latency and CPU against an ordinary single draw's.
- * - **The floor in the real worker** (bench/workerFloor.ts): the package and the floor as a function app,
- *   each loaded by the Functions worker, CPU per single draw interleaved, and a profile of where the
- *   package's CPU goes beyond the floor's.
+ * - **The package in the real worker** (bench/workerFloor.ts): its own CPU against the floor's as a
+ *   function app, what telemetry adds on Node 22 and Node 24, and where a single draw's CPU goes.
  * - **Instance sizes** (bench/sizes.ts): the package in the real worker under each Flex Consumption
- *   size's CPU quota, cold and under load, and what each size costs (bench/costModel.ts).
+ *   size's CPU quota, start-up and load, what each size costs (bench/costModel.ts), and what one call
+ *   sends to Application Insights.
  * - **The day partition under load** (bench/dayPartition.ts): storage throttled as Table Storage
  *   throttles a partition, the sustained rate, what partners see beyond it, storage checked after.
  *
@@ -28,7 +27,7 @@
 import type { TableClient } from '@azure/data-tables';
 import autocannon from 'autocannon';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../dev/azurite';
 import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
@@ -36,22 +35,19 @@ import { cpuMs, spawnDevHost, type DevHostProcess } from '../tests/support/devHo
 import { hostileRequests, ordinaryBody, ORDINARY_DRAW, HTTP_HEADER_CHARS } from '../tests/support/hostileBodies';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
 import { connectionStringVia, startFaultProxy } from '../tests/support/storageProxies';
-import { coldStartSection, measureColdStart, type ColdStart } from './coldStart';
 import { LIMITS } from '../lib/limits';
 import { LoanPool } from './loanPool';
 import { PINNING, median, percentile, pin } from './stats';
-import { measureSizes, sizesSection, telemetryTargetLines, type Sizes } from './sizes';
+import { measureSizes, sizeTargetLines, sizesSection, type Sizes } from './sizes';
 import { measureDayPartition } from './dayPartition';
 import { benchToken } from './benchToken';
 import { FLOOR_CLIENT, FLOOR_PARTNER, floorBatch, floorClients } from './floor';
-import { measureWorkerFloor, workerFloorSection, workerFloorTargetLines, type WorkerFloor } from './workerFloor';
+import { measureWorkerFloor, workerFloorSection, workerTargetLines, type WorkerFloor } from './workerFloor';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'bench', 'results.md');
 const SIZES_RESULTS = join(ROOT, 'bench', 'sizes.json');
 const WORKER_FLOOR_RESULTS = join(ROOT, 'bench', 'workerFloor.json');
-/** Issue #42's target on the dev host: service CPU per single-draw request over the floor's. */
-const DEV_HOST_FLOOR_TARGET = 1.25;
 const PROFILES = join(ROOT, 'bench', 'profiles');
 const AUDIENCE = 'api://draw-request-bench';
 const CLIENT = FLOOR_CLIENT;
@@ -65,8 +61,6 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const DRAWS_PER_SEGMENT = Number(process.env.BENCH_DRAWS ?? 1000);
 const requestsFor = (size: number) => Math.max(CONCURRENCY, Number(process.env[`BENCH_REQUESTS_${size}`] ?? Math.ceil(DRAWS_PER_SEGMENT / size)));
-/** Fresh processes per entry module for the cold-start comparison. */
-const COLD_START_RUNS = 7;
 /** BENCH_SIZES=1,100 runs only those batch sizes (to profile one of them, say). */
 const SIZES = (process.env.BENCH_SIZES ?? '1,10,100').split(',').map(Number);
 const PLAN: readonly { size: number; requests: number }[] = [1, 10, 100]
@@ -399,9 +393,9 @@ const FINDINGS = [
   '- **Per-request formatting.** `Intl.DateTimeFormat#formatToParts` for the business day ran on every request; it now runs once per minute per zone, and not at all for UTC. `randomBytes` for the trace id went to the system on every request; `randomUUID` draws from a pool.',
   "- **Measuring.** A profiler attached to the measured host cost it about a third more CPU: the numbers above come from a host without one, the profiles from a second host. V8 had not finished optimising after 1,000 requests: warm-up is now 3 segments. Azurite answers a point query by scanning its table: each segment's draw rows are deleted afterwards, so tables stay small. Unpinned, the service's segments put three busy processes on two cores and the dev host paid for the contention. With the load generator on Azurite's core, storage was slower during the service's segments only, and a process that waits longer between events spends more CPU per request (a CPU hog on that core moved the ratio from 1.13 to 1.33): Azurite now has a core to itself, and the measured process shares the other with the load generator (on two cores; a third core goes to the load generator). autocannon reports only at its next one-second tick: a service segment now ends at its last response, where the idle gap had understated its requests per second by up to a third and added the host's idle work to its CPU.",
   "- **Cold start.** Compiling the element schema with ajv, and loading ajv's compiler, was about a third of the bundle's load time: the validator is now generated once by ajv (`npm run generate`, lib/generated/, checked by a drift test). Checking `DRAW_DAY_TIMEZONE` loaded ICU's time-zone data (about 15 ms): UTC, the default and what infra sets, needs none. `@azure/identity` with MSAL (270 KB) had come back into the bundle through telemetry's ingestion credential: both credentials now live in the separate `managedIdentity.js`, loaded on first use. The XML parser the storage SDK carries (80 KB) is loaded on first use too: this service's calls never get XML.",
-  "- **Where it ships (issue #42).** In the real worker the floor pays what the package pays for gRPC and the `@azure/functions` adapter (reading its body included), so what remains is the package's own (the section on the floor in the real worker above). Without telemetry that is little: the remembered token, the request's checks, the rules and the log line were about 0.04 ms of a single draw in the profiles of 2026-11-28, and the package's storage client does less than the floor's, whose clients keep the SDK's per-call tracing policy (removed from the service's by issue #32). What the package adds beyond that is telemetry: on a quiet machine (load under 1, 2026-11-28, rounds in turn) it added about 0.3 ms per single draw at concurrency 4, over a quarter of the floor's CPU. Its parts: the exporter, the spans and the event with their processors and standard metrics, and the OpenTelemetry context manager's AsyncLocalStorage, whose promise hooks Node runs for every promise and which slow every `await` in the storage SDK (an AsyncLocalStorage entered in the package without telemetry cost it 3 to 10 % in an A/B of its own). All three records of a single draw, their operation ids and the standard metrics are what on-call reads.",
+  "- **Where it ships (issue #42).** In the real worker the floor pays what the package pays for gRPC and the `@azure/functions` adapter (reading its body included), so what remains beyond it is the package's own: without telemetry the remembered token, the request's checks, the rules and the log line (the profile of the section on the package in the real worker, part by part). What telemetry adds is bounded on its own, on minus off in the same rounds (docs/decisions/0220-telemetry-bounded-on-its-own.md).",
   "- **The distro's Azure Functions hook.** `@azure/monitor-opentelemetry` registered a preInvocation hook that set each invocation's trace context, which `inInvocation` already sets: per invocation the worker ran the hook and sent the host two Debug log messages about it over gRPC. The bundle stands it in with one that registers nothing (`noFunctionsHook`, scripts/bundlePlugins.ts).",
-  "- **Not cut, and what it would take.** The context manager's promise hooks are most of what telemetry adds to a batch of 100, little of what it adds to a single draw: in A/B rounds on a quiet machine (2026-11-28, pinned as above, concurrency 4), Node 22's `--experimental-async-context-frame` (AsyncLocalStorage without promise hooks) cut what telemetry adds to a batch of 100 from 12.0 to 5.5 ms and left a single draw's where it was (1.29 against 1.28 ms, the package without telemetry 0.97, the floor 0.90). The hooks go only with that flag, experimental in Node 22 and the default from Node 24 (the deployment's Node options, infra/modules/functionApp.bicep; the Node 20 test workers refuse it), or if each invocation's trace context is passed by hand to every recording, so that every store call carries it (functions/drawRequest.ts, lib/keyedBatch.ts, lib/partners.ts). A single draw's remaining cost is the SDK's recording and export of its three records, which on-call reads.",
+  "- **What nobody reads (issue #48).** The SDK's standard metrics (a histogram per span, a counter per log record, a marker on every dependency, an export a minute) and the exporter's resource metric (the resource's attributes again with every export) are off: no alert, tile or query reads them, and Application Insights computes the standard metrics from the records (docs/decisions/0222-telemetry-nobody-reads.md). Kept: every record and field on-call reads, and the context manager's promise hooks, which Node 22 runs for every promise while an AsyncLocalStorage is in use and Node 24 does not (its rows above); the trace context passed by hand to every store call instead would change every recording path.",
   "- **Measuring in the worker.** With workers run ABBA, the one whose segment came after the longer pause paid up to a third more CPU for it, whichever package it ran, so rounds now run each worker in turn after one round not counted (here and in the sizes section). callgrind's instruction counts were not repeatable here: one worker's count over 1,000 identical single draws varied by a quarter between windows, as timing decides how many answers one turn of the event loop handles. Under the shared machine's load the package with telemetry on lost most (its exports land on the core the bench's ingestion endpoint shares): each run's load is quoted with its section.",
   '',
   "What remains at batch 1 is mostly the HTTP layer in front of the handler, measured piece by piece under the same load: the dev host's `node:http` server (about 40 µs per request), the `@azure/functions` `HttpRequest` (an undici `Request` whose body is a web stream: about 40 µs to build, 30 µs to read the body) and `InvocationContext` with a log line (under 10 µs). The Functions worker builds the same request and context objects in Azure. The handler's own parsing and checks are about 15 µs in all (remembered token 3 µs, `parseDrawRequests` of one element 5 µs). The ratio moves with the shared machine's load and with how the processes share its cores, by about ±0.15 across runs (docs/decisions/0113-how-the-benchmark-measures.md).",
@@ -427,49 +421,30 @@ function profileSection(size: number, profile: ProfileSummary): string[] {
   ];
 }
 
-/** The issue's targets, each against this run's numbers. */
+/** The targets, each against this run's numbers (the dev host's here, the worker's from their sections). */
 function targetLines(
-  rows: readonly { size: number; service: Run; floor: Run; cpuRatio: number; cpuRatios: readonly number[] }[],
+  rows: readonly { size: number; service: Run; floor: Run }[],
   calls: ReadonlyMap<number, { cold: number; warm: number; transactions: number }>,
-  coldStart: ColdStart,
   sizes: Sizes,
   workerFloor: WorkerFloor,
 ): string[] {
   const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
-  const lines = ['| target | this run | |', '|---|---|---|'];
   const rounds = [...calls].every(([size, c]) => c.warm === 2 * size + 1 && c.transactions === 1);
-  lines.push(
+  const lines = [
+    '| target | this run | |',
+    '|---|---|---|',
     `| 2 sequential storage rounds whatever the batch size; no partner read when cached | ${[...calls].map(([size, c]) => `batch ${size}: ${c.warm} calls, ${c.transactions} transaction`).join('; ')} | ${verdict(rounds)} |`,
-  );
-  for (const size of [1, 100]) {
-    const row = rows.find((r) => r.size === size);
-    if (row !== undefined)
-      lines.push(
-        `| p50 at batch ${size} ≤ 1.3× the floor | ${f2(row.service.latency.p50 / row.floor.latency.p50)}× | ${verdict(row.service.latency.p50 / row.floor.latency.p50 <= 1.3)} |`,
-      );
+  ];
+  for (const { size, service, floor } of rows.filter((r) => r.size === 1 || r.size === 100)) {
+    const ratio = service.latency.p50 / floor.latency.p50;
+    lines.push(`| p50 at batch ${size} ≤ 1.3× the floor (dev host) | ${f2(ratio)}× | ${verdict(ratio <= 1.3)} |`);
   }
-  const single = rows.find((r) => r.size === 1);
-  if (single !== undefined) {
-    const byRound = single.cpuRatios;
-    lines.push(
-      `| service CPU per single-draw request ≤ ${DEV_HOST_FLOOR_TARGET}× the floor's (dev host, telemetry off) | ${f2(single.cpuRatio)}× (median of ${ROUNDS} rounds; rounds ${f2(Math.min(...byRound))}–${f2(Math.max(...byRound))}) | ${verdict(single.cpuRatio <= DEV_HOST_FLOOR_TARGET)} |`,
-    );
-  }
-  lines.push(...workerFloorTargetLines(workerFloor));
-  // What loading the app adds to the worker's own init (the empty app's), package against tsc output,
-  // on this machine's Node, telemetry off: the load-time target, measured where Azure loads it.
-  const init = (app: string) => coldStart.rows.find((r) => r.app === app && !r.telemetry && r.node === `Node ${process.versions.node}`)?.initMs ?? NaN;
-  const ratio = (init('package') - init('empty app')) / (init('tsc output') - init('empty app'));
-  lines.push(
-    `| loading the package adds ≤ 40 % of what loading the \`tsc\` output adds to the worker's init (telemetry off) | ${f1(init('package') - init('empty app'))} ms vs ${f1(init('tsc output') - init('empty app'))} ms (${(ratio * 100).toFixed(0)} %) | ${verdict(ratio <= 0.4)} |`,
-  );
-  // Issue #32 and the 2026-11-26 decision: telemetry sent per call, worker CPU against the package before #32, init and RSS (bench/sizes.ts).
-  lines.push(...telemetryTargetLines(sizes.results));
-  return lines;
+  return [...lines, ...workerTargetLines(workerFloor), ...sizeTargetLines(sizes)];
 }
 
 async function main(): Promise<void> {
   const date = new Date().toISOString();
+  const loadBefore = loadavg()[0];
   let azurite: Azurite | undefined;
   let provider: OidcProvider | undefined;
   let host: DevHostProcess | undefined;
@@ -566,20 +541,17 @@ async function main(): Promise<void> {
     const worst = await serviceSide('Worst', WORST_CASE_WARMUP + WORST_CASE_REQUESTS);
     const worstRows = await worstCases(worst.env, token, await tokenFor('bench-not-a-partner'), worst.pool);
 
-    pin(process.pid, 'all'); // the cold-start processes below inherit this process's cores
-
-    process.stdout.write('cold start in the real worker:\n');
-    const coldStart = await measureColdStart(COLD_START_RUNS);
+    pin(process.pid, 'all'); // the workers below inherit this process's cores
 
     // Each starts its own Azurite: stop this one first, so the machine's cores are theirs.
     await azurite.stop(true);
     azurite = undefined;
     process.stdout.write('instance sizes in the real worker:\n');
     const sizes = await measureSizes();
-    writeFileSync(SIZES_RESULTS, JSON.stringify(sizes, null, 1)); // `SIZES_FROM=bench/sizes.json` renders it again
+    writeFileSync(SIZES_RESULTS, JSON.stringify(sizes)); // `SIZES_FROM=bench/sizes.json` renders it again
     process.stdout.write('the service against the floor in the real worker:\n');
     const workerFloor = await measureWorkerFloor();
-    writeFileSync(WORKER_FLOOR_RESULTS, JSON.stringify(workerFloor, null, 1)); // `FLOOR_FROM=bench/workerFloor.json` renders it again
+    writeFileSync(WORKER_FLOOR_RESULTS, JSON.stringify(workerFloor)); // `FLOOR_FROM=bench/workerFloor.json` renders it again
     process.stdout.write('the day partition under load:\n');
     const day = await measureDayPartition();
 
@@ -591,13 +563,13 @@ async function main(): Promise<void> {
     const lines = [
       '# Benchmark results',
       '',
-      `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}.`,
+      `Run ${date.slice(0, 16).replace('T', ' ')} UTC with \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average (1 minute) ${loadBefore.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end (the machine is shared).`,
       `Azurite (in memory), the dev host and the load generator share the machine${placement}. Concurrency ${CONCURRENCY}; every request a valid batch of fresh loans.`,
       `Per batch size, after a warm-up of ${WARMUP_SEGMENTS} segments per side, ${ROUNDS} rounds alternate the floor and the service (each round one segment of about ${DRAWS_PER_SEGMENT} draws of each side, back to back), so that a shared machine's drift falls on both.`,
       '',
       '## Against the targets',
       '',
-      ...targetLines(rows, calls, coldStart, sizes, workerFloor),
+      ...targetLines(rows, calls, sizes, workerFloor),
       '',
       '## Latency and throughput: service against the floor',
       '',
@@ -635,7 +607,6 @@ async function main(): Promise<void> {
       }),
       '',
       ...workerFloorSection(workerFloor),
-      ...coldStartSection(coldStart),
       ...sizesSection(sizes),
       day.markdown,
       '',

@@ -23,6 +23,18 @@ param appName string = 'drawreq'
 @description('Tags added to every resource.')
 param tags object = {}
 
+// ---------------------------------------------------------------- runtime
+
+// Production runs Node 22; Node 24 is the next, tested in CI beside it and measured in bench/results.md.
+// Move an environment by setting this in its parameters file once Microsoft's Flex Consumption page lists
+// Node 24 as generally available (docs/decisions/0221-node-24-ready.md names the page).
+@description('Node.js major version of the function app (Flex Consumption\'s functionAppConfig.runtime).')
+@allowed([
+  '22'
+  '24'
+])
+param nodeVersion string = '22'
+
 // ---------------------------------------------------------------- scale
 
 @description('Memory of each instance, in MB.')
@@ -485,6 +497,7 @@ module functionApp 'modules/functionApp.bicep' = {
     identityClientId: identity.outputs.clientId
     storageAccountName: storage.outputs.name
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    nodeVersion: nodeVersion
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     perInstanceConcurrency: perInstanceConcurrency

@@ -288,15 +288,15 @@ export const REFUSED_TELEMETRY_SETTINGS: Readonly<Record<string, string>> = Obje
         'APPLICATIONINSIGHTS_WEB_INSTRUMENTATION_SOURCE',
       ],
       ["the SDK's own diagnostics must reach the host's log, where on-call reads them", 'APPLICATIONINSIGHTS_LOG_DESTINATION', 'APPLICATIONINSIGHTS_LOGDIR'],
-      [
-        'it switches off part of what Application Insights keeps',
-        'APPLICATIONINSIGHTS_METRICS_TO_LOGANALYTICS_ENABLED',
-        'APPLICATIONINSIGHTS_OPENTELEMETRY_RESOURCE_METRIC_DISABLED',
-      ],
+      ['it switches off part of what Application Insights keeps', 'APPLICATIONINSIGHTS_METRICS_TO_LOGANALYTICS_ENABLED'],
       ["it switches off the SDK's counts of items sent, dropped and retried, which go to this service's own resource", 'APPLICATIONINSIGHTS_SDKSTATS_DISABLED'],
       ['it turns instrumentations off by the 2.x rules, which nothing here tests with these options', 'APPLICATION_INSIGHTS_NO_DIAGNOSTIC_CHANNEL'],
       ['it turns off instrumentations by name: dependencies would be missing', 'APPLICATION_INSIGHTS_NO_PATCH_MODULES'],
-      ["it turns off the standard metrics the portal's failure and performance views use", 'APPLICATION_INSIGHTS_NO_STANDARD_METRICS'],
+      [
+        'the SDK already sends neither its standard metrics (Application Insights computes them from the records) nor its resource metric: it would switch nothing off, and reads as if it did',
+        'APPLICATION_INSIGHTS_NO_STANDARD_METRICS',
+        'APPLICATIONINSIGHTS_OPENTELEMETRY_RESOURCE_METRIC_DISABLED',
+      ],
       [
         "the Azure SDK's per-call spans are already off (Table Storage is recorded per round): it would switch nothing off, and reads as if it did",
         'AZURE_TRACING_DISABLED',

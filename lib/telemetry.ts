@@ -9,6 +9,7 @@ import { useInstrumenter, type Instrumenter } from '@azure/core-tracing';
 import type { InvocationContext } from '@azure/functions';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { TelemetryClient } from 'applicationinsights';
+import { hostname } from 'node:os';
 import { ingestionIdentity } from './identityOnFirstUse';
 import type { ElementError } from './problem';
 import type { StorageDimension } from './storageTelemetry';
@@ -287,6 +288,10 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   // (APPLICATIONINSIGHTS_STATSBEAT_DISABLED alone only drops some of them; APPLICATION_INSIGHTS_NO_STATSBEAT stops them.)
   process.env.APPLICATIONINSIGHTS_STATSBEAT_DISABLED ??= 'true';
   process.env.APPLICATION_INSIGHTS_NO_STATSBEAT ??= 'true';
+  // The exporter's `_OTELRESOURCE_` metric: the instance's resource attributes again, about 650 bytes with
+  // every export (each call of sparse traffic is an export of its own), read by nobody: the role and the
+  // instance are on every record. Refused as a setting (lib/config.ts), so this is the only value it has.
+  process.env.APPLICATIONINSIGHTS_OPENTELEMETRY_RESOURCE_METRIC_DISABLED = 'true';
   // The distro sets the Azure SDK's logger to `warning` when AZURE_LOG_LEVEL is unset, and every commit
   // then writes "The baseUri option for SDK Clients has been deprecated" (@azure/data-tables builds a
   // client per transaction) to the host's log: a line per batch that tells on-call nothing. Errors still
@@ -294,6 +299,11 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   process.env.AZURE_LOG_LEVEL ??= 'error';
   // cloud_RoleName on-call filters by: the function app's name in Azure.
   process.env.OTEL_SERVICE_NAME ??= process.env.WEBSITE_SITE_NAME ?? 'draw-request-service';
+  // cloud_RoleInstance is the host's name, which the exporter asks the system for once per record unless the
+  // resource names the instance: named once here, the same value (an OTEL_RESOURCE_ATTRIBUTES naming it wins).
+  const resource = process.env.OTEL_RESOURCE_ATTRIBUTES ?? '';
+  if (!/(^|,)\s*service\.instance\.id\s*=/.test(resource))
+    process.env.OTEL_RESOURCE_ATTRIBUTES = [resource, `service.instance.id=${hostname()}`].filter((a) => a !== '').join(',');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { TelemetryClient: Client, KnownSeverityLevel } = require('applicationinsights') as typeof import('applicationinsights');
   const client: TelemetryClient = new Client(options.connectionString);
@@ -307,6 +317,12 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   client.config.azureMonitorOpenTelemetryOptions = {
     tracesPerSecond: 0, // the SDK's default keeps only 5 traces/s; sample by ratio instead
     enableLiveMetrics: false,
+    // No alert, tile or query reads the SDK's standard metrics, and Application Insights computes the same
+    // from the records themselves when they do not say they were counted ("the Application Insights back
+    // end still populates the new metrics by aggregating the events received"): a histogram per span, a
+    // counter per log record, a marker of 56 bytes on each and an export a minute, unread
+    // (docs/decisions/0222-telemetry-nobody-reads.md).
+    enableStandardMetrics: false,
     // Table Storage is recorded per round (lib/storageTelemetry.ts) and the identity provider by
     // tracedFetch: nothing needs the SDK's per-call spans, and the http instrumentation is not in the
     // package (scripts/bundlePlugins.ts NOT_SHIPPED).

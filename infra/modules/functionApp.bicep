@@ -1,4 +1,4 @@
-// The Flex Consumption plan and the Linux function app on Node 22, with every app setting the
+// The Flex Consumption plan and the Linux function app on the Node version given, with every app setting the
 // service reads in production (docs/contract.md §5) and the identity-based settings of the Functions host.
 // Flex Consumption takes the runtime, memory and scale from functionAppConfig, not app settings:
 // FUNCTIONS_WORKER_RUNTIME, FUNCTIONS_EXTENSION_VERSION and WEBSITE_RUN_FROM_PACKAGE must not be set.
@@ -26,6 +26,13 @@ param storageAccountName string
 
 @description('Blob container URL the app is deployed from.')
 param deploymentContainerUrl string
+
+@description('Node.js major version (main.bicep\'s nodeVersion).')
+@allowed([
+  '22'
+  '24'
+])
+param nodeVersion string
 
 @description('Instance memory in MB.')
 @allowed([
@@ -188,7 +195,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       }
       runtime: {
         name: 'node'
-        version: '22'
+        version: nodeVersion
       }
     }
   }

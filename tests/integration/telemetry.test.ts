@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type Azurite } from '../../dev/azurite';
 import { createTables, putLoan, putPartner, tableClient } from '../../dev/demoData';
@@ -326,12 +326,19 @@ test('a normal request records no exception and no failed dependency', () => {
   expect(ofType(correlated, 'RemoteDependencyData').filter((d) => d.data.baseData.success === false)).toHaveLength(0);
 });
 
-test('telemetry names the service as its cloud role', () => {
+test('telemetry names the service as its cloud role, and the instance by its host name', () => {
   expect(new Set(ingestion.envelopes.map((e) => e.tags['ai.cloud.role']))).toEqual(new Set(['draw-request-service']));
+  expect(new Set(ingestion.envelopes.map((e) => e.tags['ai.cloud.roleInstance']))).toEqual(new Set([hostname()]));
 });
 
 test('the host records requests: this service sends no request telemetry of its own', () => {
   expect(ofType(ingestion.envelopes, 'RequestData')).toHaveLength(0);
+});
+
+test('nothing nobody reads: no metric (the standard metrics Application Insights computes from the records, the resource metric), no marker of metrics counted', () => {
+  expect(ofType(ingestion.envelopes, 'MetricData').map((m) => JSON.stringify(m.data.baseData).slice(0, 80))).toEqual([]);
+  expect(ingestion.envelopes.filter((e) => JSON.stringify(e).includes('_MS.ProcessedByMetricExtractors'))).toEqual([]);
+  expect(ofType(ingestion.envelopes, 'RemoteDependencyData').length).toBeGreaterThan(3);
 });
 
 test('no token, secret, connection string, requestor or request body is sent', () => {

@@ -8,7 +8,7 @@
  */
 import { loadPackageDefinition, Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -20,6 +20,19 @@ const WORKER_ENTRY = join('dist', 'src', 'nodejsWorker.js');
 const HOST_VERSION = '4.1037.0.0';
 const MAX_MESSAGE = 2147483647;
 const REPLY_TIMEOUT_MS = 20_000;
+
+/**
+ * The worker's arguments before the host's: its entry, or, on a Node major the entry's own list refuses
+ * (the vendored 3.9.1 lists v14 to v22), tests/support/unlistedNodeEntry.cjs loading the same bundle.
+ */
+function entryArguments(workerDir: string, node: string): string[] {
+  const entry = join(workerDir, WORKER_ENTRY);
+  const major = majors.get(node) ?? spawnSync(node, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout.trim();
+  majors.set(node, major);
+  const listed = /supportedVersions = \[([^\]]*)\]/.exec(readFileSync(entry, 'utf8'))?.[1].includes(`'v${major}'`) ?? true;
+  return listed ? [entry] : [join(ROOT, 'tests', 'support', 'unlistedNodeEntry.cjs'), join(workerDir, 'dist', 'src', 'worker-bundle.js')];
+}
+const majors = new Map<string, string>();
 
 /** The worker the repository carries (its README says which build it is and how to update it). */
 export const VENDORED_WORKER_DIR = join(ROOT, 'vendor', 'azure-functions-nodejs-worker');
@@ -156,7 +169,8 @@ export class WorkerHost {
       ...['--functions-uri', uri, '--functions-worker-id', workerId, '--functions-request-id', requestId],
       ...['--functions-grpc-max-message-length', String(MAX_MESSAGE)],
     ];
-    const child = spawn(options.node ?? process.execPath, [...(options.nodeArgs ?? []), join(workerDir, WORKER_ENTRY), ...args], {
+    const node = options.node ?? process.execPath;
+    const child = spawn(node, [...(options.nodeArgs ?? []), ...entryArguments(workerDir, node), ...args], {
       cwd: options.appDir,
       env: { ...options.settings, FUNCTIONS_WORKER_RUNTIME: 'node', AzureWebJobsScriptRoot: options.appDir },
       stdio: ['ignore', 'pipe', 'pipe'],

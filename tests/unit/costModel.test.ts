@@ -19,7 +19,7 @@ import {
   steadyPerMillion,
   telemetryPerMillion,
 } from '../../bench/costModel';
-import { capacity, costSection, initShares, judgedAt, telemetryTargetLines, type SizeResult } from '../../bench/sizes';
+import { capacity, costSection, judgedAt, sizeTargetLines, telemetryStartShare, type SizeResult, type StartRow } from '../../bench/sizes';
 
 describe('the billed activity window: at least 1,000 ms, then rounded up to 100 ms', () => {
   test.each([
@@ -158,7 +158,7 @@ describe('the cost section of bench/results.md, rendered from measured figures',
     memoryMB: 2048,
     cores: 1,
     defaultConcurrency: 16,
-    cold: { initMs: 300, rssMiB: 90, samples: [300] },
+    cold: { readyMs: 300, rssMiB: 90, samples: [300] },
     isolated: { single: 8, batch: 180 },
     cells: [cell(1, 1, 6), cell(100, 1, 150), cell(1, 4, 5), cell(100, 4, 125), cell(1, 8, 4), cell(100, 8, 100), cell(1, 16, 4), cell(100, 16, 80, 3)],
     warmRssMiB: 170,
@@ -188,114 +188,97 @@ describe('the cost section of bench/results.md, rendered from measured figures',
   });
 });
 
-describe("the targets of issue #32 and of the team's decision of 2026-11-28, against a run", () => {
+describe('the start-up and volume targets at one core, against a run (bench/sizes.ts)', () => {
   const volume = (envelopes: number, bytes: number) => ({ envelopes, dependencies: 2, bytes });
-  const initRow = (app: 'empty app' | 'package' | 'package before #32', telemetry: boolean, samples: readonly number[], rssMiB: number) => ({
+  const row = (app: StartRow['app'], telemetry: boolean, node: 22 | 24, samples: readonly number[], rssMiB: number): StartRow => ({
     app,
     telemetry,
-    initMs: [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)],
+    node,
+    readyMs: [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)],
     rssMiB,
     samples,
   });
   // Fifteen workers per row, interleaved: the package's on and off samples pair run by run.
   const off = [80, 82, 79, 85, 81, 90, 78, 83, 80, 84, 79, 81, 86, 80, 82];
-  const plus = (shares: readonly number[]) => off.map((ms, i) => ms + shares[i]);
   const shares = [40, 38, 44, 41, 39, 43, 40, 42, 37, 45, 41, 39, 40, 42, 44];
-  const initRows = (share: readonly number[] = shares) => [
-    initRow('package', true, plus(share), 85),
-    initRow(
+  const plus = (by: readonly number[]) => off.map((ms, i) => ms + by[i]);
+  const rows = (share: readonly number[] = shares): StartRow[] => [
+    row('package', true, 22, plus(share), 85),
+    row('package', false, 22, off, 80),
+    row(
       'empty app',
       false,
+      22,
       off.map((ms) => ms - 55),
       72,
     ),
-    initRow('package', false, off, 80),
-    initRow('package before #32', false, off, 79),
-    initRow('package before #32', true, plus(share.map((ms) => ms + 25)), 89),
+    row(
+      'tsc output',
+      false,
+      22,
+      off.map((ms) => ms + 100),
+      90,
+    ),
+    row('package', true, 24, plus(share.map((ms) => ms + 30)), 86),
+    row('package', false, 24, off, 81),
   ];
-  const cpu = (concurrency: number, beforeMs: number, afterMs: number, offMs?: { beforeMs: number; afterMs: number }) => ({
-    batch: 100 as const,
-    concurrency,
-    requests: 24,
-    beforeMs,
-    afterMs,
-    ratios: [afterMs / beforeMs],
-    ratio: afterMs / beforeMs,
-    off: offMs,
+  const run = (
+    starts: StartRow[] | undefined = rows(),
+    telemetry = { single: volume(3, 3000), batch: volume(4, 24 * 1024 + 1), refused: volume(3, 9000) },
+  ) => ({
+    zip: { bytes: 0.42 * 2 ** 20, files: 9 },
+    results: [
+      {
+        memoryMB: 2048 as const,
+        cores: 1,
+        defaultConcurrency: 16,
+        cold: { readyMs: 120, rssMiB: 85, samples: [120] },
+        isolated: { single: 8, batch: 180 },
+        cells: [],
+        warmRssMiB: 170,
+        peakRssMiB: 230,
+        telemetry,
+        starts: starts === undefined ? undefined : { runs: 15, rows: starts },
+      },
+    ],
   });
-  const run: SizeResult = {
-    memoryMB: 2048,
-    cores: 1,
-    defaultConcurrency: 16,
-    cold: { initMs: 300, rssMiB: 85, samples: [300] },
-    isolated: { single: 8, batch: 180 },
-    cells: [],
-    warmRssMiB: 170,
-    peakRssMiB: 230,
-    telemetry: { single: volume(4, 3000), batch: volume(6, 24 * 1024 + 1), refused: volume(5, 9000) },
-    initComparison: { runs: 15, rows: initRows() },
-    baseline: {
-      commit: 'c88e4df',
-      rounds: 1,
-      // Telemetry adds 30 of 40 ms one at a time, 10 of 36 ms at prod's concurrency.
-      cpu: [cpu(1, 150, 100, { beforeMs: 110, afterMs: 70 }), cpu(4, 120, 90, { beforeMs: 84, afterMs: 80 })],
-      telemetry: { single: volume(8, 6800), batch: volume(504, 440_000) },
-    },
-  };
-  const withCpu = (c4: ReturnType<typeof cpu>) => ({ ...run, baseline: { ...(run.baseline as NonNullable<SizeResult['baseline']>), cpu: [c4] } });
-  const withInit = (share: readonly number[]) => ({ ...run, initComparison: { runs: 15, rows: initRows(share) } });
   const verdictOf = (line: string) => line.split(' | ').at(-1);
 
-  test("telemetry's share of init is the median of the paired differences, with the interval of the 4th and 12th of 15", () => {
+  test("telemetry's share of start-up is the median of the paired differences, with the interval of the 4th and 12th of 15", () => {
     const sorted = [...shares].sort((a, b) => a - b);
-    expect(initShares(run.initComparison?.rows ?? [])).toEqual({
-      telemetryMs: sorted[7],
-      interval: { low: sorted[3], high: sorted[11] },
-      pairs: 15,
-      rssAboveEmptyMiB: 13,
-    });
-    expect(initShares(run.initComparison?.rows ?? [], 'package before #32').telemetryMs).toBe(sorted[7] + 25);
+    expect(telemetryStartShare(rows(), 22)).toEqual({ ms: sorted[7], low: sorted[3], high: sorted[11], pairs: 15 });
+    expect(telemetryStartShare(rows(), 24).ms).toBe(sorted[7] + 30);
   });
 
-  test('each bound with its figure: a byte over 24 KiB is not met; telemetry adding 10 of what was 36 ms is met; concurrency 1 is reported only', () => {
-    const lines = telemetryTargetLines([run], 4);
-    expect(lines.map(verdictOf)).toEqual(['met |', '**not met** |', 'met |', 'met |', 'reported |', 'met |', 'guard held |']);
-    expect(lines[0]).toContain('4.0 envelopes, 2.9 KiB');
-    expect(lines[3]).toContain("concurrency 4 (prod's)");
-    expect(lines[3]).toContain('10.0 ms (90.0 − 80.0) against 36.0 ms (120.0 − 84.0): 0.28×');
-    expect(lines[4]).toContain('30.0 ms (100.0 − 70.0) against 40.0 ms (150.0 − 110.0): 0.75×');
-    expect(lines[5]).toContain('41 ms of 15 pairs (95 % interval 39 to 43); before #32 66.0 ms');
-    expect(lines[6]).toContain('85.00 − 72.00 = +13.00 MiB');
+  test('each bound with its figure: a byte over 24 KiB is not met; Node 24 is reported beside the judged Node 22', () => {
+    const lines = sizeTargetLines(run());
+    expect(lines.map(verdictOf)).toEqual(['met |', '**not met** |', 'met |', 'met |', 'reported |', 'met |', 'met |', 'met |', 'guard held |', 'met |']);
+    expect(lines[0]).toContain('3.0 envelopes, 2.9 KiB');
+    expect(lines[3]).toContain('41 ms of 15 pairs (95 % interval 39 to 43)');
+    expect(lines[7]).toContain('55.0 ms vs 155.0 ms (35 %)');
+    expect(lines[8]).toContain('85.00 − 72.00 = +13.00 MiB');
+    expect(lines[9]).toContain('0.42 MiB, 9 files');
   });
 
-  test('the CPU bound is a third of what telemetry added before #32: exactly a third is met, a hundredth of a ms more is not', () => {
-    const line = (addedNow: number) => telemetryTargetLines([withCpu(cpu(4, 120, 80 + addedNow, { beforeMs: 84, afterMs: 80 }))], 4)[3];
-    expect(verdictOf(line(12))).toBe('met |');
-    expect(verdictOf(line(12.01))).toBe('**not met** |');
-  });
-
-  test('init: judged only when the interval is clear of 50 ms; an interval holding 50 is undecided, not a verdict', () => {
-    const shifted = (by: number) => telemetryTargetLines([withInit(shares.map((ms) => ms + by))], 4)[5];
-    expect(verdictOf(shifted(7))).toBe('met |'); // interval 46 to 50
-    expect(verdictOf(shifted(8))).toMatch(/^\*\*undecided\*\*/); // 47 to 51
-    expect(verdictOf(shifted(12))).toBe('**not met** |'); // 51 to 55
+  test('start-up: judged only when the interval is clear of 50 ms; an interval holding 50 is undecided, not a verdict', () => {
+    const shifted = (by: number) => verdictOf(sizeTargetLines(run(rows(shares.map((ms) => ms + by))))[3]);
+    expect(shifted(7)).toBe('met |'); // interval 46 to 50
+    expect(shifted(8)).toMatch(/^\*\*undecided\*\*/); // 47 to 51
+    expect(shifted(12)).toBe('**not met** |'); // 51 to 55
   });
 
   test('RSS is reported with a guard at +20 MiB: two decimals, so a few KiB over reads as over', () => {
-    const rss = (mib: number) =>
-      telemetryTargetLines(
-        [{ ...run, initComparison: { runs: 15, rows: initRows().map((row) => (row.app === 'package' && row.telemetry ? { ...row, rssMiB: mib } : row)) } }],
-        4,
-      )[6];
+    const rss = (mib: number) => sizeTargetLines(run(rows().map((r) => (r.app === 'package' && r.telemetry && r.node === 22 ? { ...r, rssMiB: mib } : r))))[8];
     expect(rss(92)).toContain('92.00 − 72.00 = +20.00 MiB');
     expect(verdictOf(rss(92))).toBe('guard held |');
     expect(verdictOf(rss(92.01))).toBe('**guard broken** |');
   });
 
-  test('what was not measured is not met, and concurrency 1 stays reported', () => {
-    const lines = telemetryTargetLines([{ ...run, telemetry: undefined, baseline: undefined, initComparison: undefined }], 4);
-    expect(lines.filter((line) => line.includes('not measured'))).toHaveLength(7);
-    expect(lines.map(verdictOf)).toEqual(['**not met** |', '**not met** |', '**not met** |', '**not met** |', 'reported |', '**not met** |', '**not met** |']);
+  test('what was not measured is not met; Node 24 stays reported', () => {
+    const measured = run();
+    const lines = sizeTargetLines({ ...measured, results: [{ ...measured.results[0], telemetry: undefined, starts: undefined }] });
+    expect(lines.filter((line) => line.includes('not measured'))).toHaveLength(5);
+    expect(lines.slice(0, 5).map(verdictOf)).toEqual(['**not met** |', '**not met** |', '**not met** |', '**not met** |', 'reported |']);
   });
 });
 

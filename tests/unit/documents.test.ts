@@ -37,7 +37,8 @@ interface Line {
 function textsUnder(dir: string, except: readonly string[] = []): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
     const path = `${dir}/${e.name}`;
-    if (except.includes(path)) return [];
+    // The repository's own files: not what npm installed (.ci/node22 and .ci/node24 hold Node binaries once installed).
+    if (except.includes(path) || e.name === 'node_modules') return [];
     return e.isDirectory() ? textsUnder(path, except) : [readFileSync(join(ROOT, path), 'utf8')];
   });
 }

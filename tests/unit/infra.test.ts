@@ -838,22 +838,25 @@ describe('security and hosting properties', () => {
     expect(exprText(at(component, 'properties.WorkspaceResourceId'))).toBe('workspace.id');
   });
 
-  test('Flex Consumption plan and a Linux function app on Node 22 with memory and scale from parameters', () => {
+  test('Flex Consumption plan and a Linux function app on the Node version, memory and scale of parameters (Node 22 unless set)', () => {
     const app = moduleFile('functionApp');
     const plan = resourceOf(app, 'Microsoft.Web/serverfarms').body;
     expect(plan.sku).toEqual({ name: 'FC1', tier: 'FlexConsumption' });
     expect(at(plan, 'properties.reserved')).toBe(true);
     const site = resourceOf(app, 'Microsoft.Web/sites').body;
     expect(site.kind).toBe('functionapp,linux');
-    expect(at(site, 'properties.functionAppConfig.runtime')).toEqual({ name: 'node', version: '22' });
+    expect(at(site, 'properties.functionAppConfig.runtime')).toEqual({ name: 'node', version: new Expr('nodeVersion') });
     expect(at(site, 'properties.functionAppConfig.scaleAndConcurrency')).toEqual({
       alwaysReady: new Expr('alwaysReadyGroups'),
       instanceMemoryMB: new Expr('instanceMemoryMB'),
       maximumInstanceCount: new Expr('maximumInstanceCount'),
       triggers: { http: { perInstanceConcurrency: new Expr('perInstanceConcurrency') } },
     });
-    for (const name of ['instanceMemoryMB', 'maximumInstanceCount', 'perInstanceConcurrency', 'alwaysReady'])
+    for (const name of ['nodeVersion', 'instanceMemoryMB', 'maximumInstanceCount', 'perInstanceConcurrency', 'alwaysReady'])
       expect(mainModule('functionApp').params[name]).toEqual(new Expr(name));
+    // One parameter moves an environment to Node 24; until its parameters file sets it, production's Node 22.
+    expect(mainFile().params.get('nodeVersion')).toMatchObject({ defaultValue: '22', decorators: { allowed: [['22', '24']] } });
+    for (const env of ENVIRONMENTS) expect(parameterFile(env).parameters.nodeVersion).toBeUndefined();
   });
 
   test('the app: HTTPS only, FTPS off, TLS 1.2, user-assigned identity for the deployment container', () => {

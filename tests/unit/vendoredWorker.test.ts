@@ -46,3 +46,10 @@ test('every file the worker tests start or load is there', () => {
   expect(files[0]).toBe('dist/src/nodejsWorker.js');
   expect(files.filter((file) => !existsSync(join(VENDORED_WORKER_DIR, file)))).toEqual([]);
 });
+
+test('its entry refuses Node 24 by its own list of majors: the worker suites start the same bundle there through tests/support/unlistedNodeEntry.cjs, which can go once a vendored build lists v24', () => {
+  const listed = /supportedVersions = \[([^\]]*)\]/.exec(read('dist/src/nodejsWorker.js'))?.[1];
+  expect(listed).toContain("'v22'");
+  expect(listed).not.toContain("'v24'");
+  expect(readme).toContain('tests/support/unlistedNodeEntry.cjs');
+});

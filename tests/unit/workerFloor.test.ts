@@ -1,10 +1,10 @@
 /**
  * The pure parts of bench/workerFloor.ts: how a profile's samples are given to the parts of the work,
- * and the worker target's verdict from the rounds' ratios.
+ * and the targets' figures and verdicts from the rounds.
  */
 import { encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
 import { SourceMap } from 'node:module';
-import { attribute, workerFloorTargetLines, type CpuProfile, type WorkerFloor } from '../../bench/workerFloor';
+import { attribute, figures, workerTargetLines, type CpuProfile, type Side, type WorkerFloor } from '../../bench/workerFloor';
 import { ROOT } from '../../scripts/bundle';
 
 const BUNDLE = 'file:///tmp/app/dist/bundle/main.js';
@@ -18,6 +18,9 @@ const SOURCES = [
   'webpack://@azure/functions/src/InvocationContext.ts',
   '../../node_modules/@opentelemetry/sdk-trace-base/build/src/Span.js',
   '../../lib/requestBody.ts',
+  '../../node_modules/@azure/monitor-opentelemetry-exporter/dist/esm/export/trace.js',
+  '../../node_modules/@azure/core-rest-pipeline/dist/esm/pipeline.js',
+  '../../node_modules/@opentelemetry/sdk-metrics/build/src/Instruments.js',
 ];
 const column = (source: string) => 100 * SOURCES.indexOf(source);
 const map = new SourceMap({
@@ -58,7 +61,7 @@ function profileOf(stacks: readonly (readonly Frame[])[], ms = 1): CpuProfile {
 
 const handler: Frame = { name: 'handle', at: '../../functions/drawRequest.ts' };
 const partsOf = (stacks: readonly (readonly Frame[])[], from = 0, to = Infinity, requests = 1) =>
-  Object.fromEntries(attribute(profileOf(stacks), maps, from, to, requests).parts);
+  Object.fromEntries(attribute(profileOf(stacks), maps, [{ from, to }], requests).parts);
 
 describe('a sample counts for the innermost frame of its stack that belongs to a part', () => {
   test('jose under the token check is the token check; the token check under the handler is not the handler', () => {
@@ -87,13 +90,32 @@ describe('a sample counts for the innermost frame of its stack that belongs to a
     expect(partsOf([[{ name: 'log', at: 'webpack://@azure/functions/src/InvocationContext.ts' }]])).toEqual({ 'adapter (@azure/functions)': 1 });
   });
 
-  test("OpenTelemetry's code and the promise hooks its context manager makes Node run are telemetry", () => {
+  test("telemetry in its parts: OpenTelemetry's recording, the promise hooks of its context, the meters", () => {
     expect(
       partsOf([
         [handler, { name: 'end', at: '../../node_modules/@opentelemetry/sdk-trace-base/build/src/Span.js' }],
         [{ name: 'promiseInitHook', url: 'node:internal/async_hooks' }],
+        [{ name: 'record', at: '../../node_modules/@opentelemetry/sdk-metrics/build/src/Instruments.js' }],
       ]),
-    ).toEqual({ telemetry: 2 });
+    ).toEqual({
+      'telemetry: recording (spans, the event, their processors, the rounds)': 1,
+      "telemetry: context (AsyncLocalStorage and Node's promise hooks for it)": 1,
+      "telemetry: metrics (the SDK's meters and their exports)": 1,
+    });
+  });
+
+  test("the exporter claims everything it calls: its HTTP client is the storage SDK's, its sockets Node's", () => {
+    const exporter = { name: 'export', at: '../../node_modules/@azure/monitor-opentelemetry-exporter/dist/esm/export/trace.js' };
+    const pipeline = { name: 'sendRequest', at: '../../node_modules/@azure/core-rest-pipeline/dist/esm/pipeline.js' };
+    expect(
+      partsOf([
+        [exporter, pipeline, { name: 'writev', url: '' }],
+        [handler, pipeline],
+      ]),
+    ).toEqual({
+      'telemetry: export (envelopes, their JSON, the POST to ingestion)': 1,
+      'storage client': 1,
+    });
   });
 
   test('the garbage collector and V8 outside JavaScript are parts of their own; what no part claims is Node and V8', () => {
@@ -116,45 +138,87 @@ describe('a sample counts for the innermost frame of its stack that belongs to a
     const { self } = attribute(
       profileOf([[handler, { name: 'pointRead', at: '../../lib/store.ts' }], [{ name: 'log', at: 'webpack://@azure/functions/src/InvocationContext.ts' }]]),
       maps,
-      0,
-      Infinity,
+      [{ from: 0, to: Infinity }],
       1,
     );
     expect([...self.keys()]).toEqual(['pointRead (lib/store.ts)', 'log (@azure/functions/src/InvocationContext.ts)']);
     const worker = { name: 'invoke', url: `file://${ROOT}/vendor/azure-functions-nodejs-worker/dist/src/worker-bundle.js` };
-    expect([...attribute(profileOf([[worker]]), maps, 0, Infinity, 1).self.keys()]).toEqual([
+    expect([...attribute(profileOf([[worker]]), maps, [{ from: 0, to: Infinity }], 1).self.keys()]).toEqual([
       'invoke (vendor/azure-functions-nodejs-worker/dist/src/worker-bundle.js)',
     ]);
   });
 });
 
-describe("the worker target: the median of the rounds' ratios within 1.2, the spread reported", () => {
-  const run = (ratios: number[]): WorkerFloor => ({
-    date: '2026-11-28T08:00:00Z',
-    node: 'v22.23.3',
+describe("the targets: each a figure of every round, judged on the rounds' median, their spread reported", () => {
+  /** Rounds of CPU ms per request, side by side: each round's figures of each side. */
+  const cells = (segment: { batch: 1 | 100; concurrency: number }, rounds: readonly Partial<Record<Side, number>>[]) => ({
+    ...segment,
+    requests: 10,
+    rounds: rounds.map((round) =>
+      Object.fromEntries(
+        Object.entries(round).map(([side, cpuMsPerRequest]) => [side, { ...segment, requests: 10, perSecond: 1, p50: 1, p99: 1, cpuMsPerRequest, errors: 0 }]),
+      ),
+    ),
+  });
+  const run = (own: readonly number[], singles: readonly Partial<Record<Side, number>>[], batches: readonly Partial<Record<Side, number>>[]): WorkerFloor => ({
+    date: '2026-11-29T08:00:00Z',
+    nodes: { 22: 'v22.23.3', 24: 'v24.22.3' },
     nodeArgs: ['--enable-source-maps'],
-    rounds: ratios.length,
+    baseline: 'c88e4df',
     load: { before: 1, after: 1 },
-    cells: [
-      {
-        concurrency: 4,
-        requests: 600,
-        cpuMs: { package: 1.3, 'package, telemetry off': 1.1, floor: 1 },
-        p50Ms: { package: 5, 'package, telemetry off': 5, floor: 5 },
-        ratios,
-        ratiosOff: ratios,
-      },
+    segments: [
+      cells(
+        { batch: 1, concurrency: 1 },
+        own.map((ratio) => ({ floor: 1, 'package, Node 22, telemetry off': ratio })),
+      ),
+      cells({ batch: 1, concurrency: 4 }, singles),
+      cells({ batch: 100, concurrency: 4 }, batches),
     ],
-    attribution: [],
   });
+  const single = { floor: 1, 'package, Node 22': 1.5, 'package, Node 22, telemetry off': 1.1, 'package, Node 24': 1.3, 'package, Node 24, telemetry off': 1 };
+  const batch = {
+    'package, Node 22': 70,
+    'package, Node 22, telemetry off': 60,
+    'package, Node 24': 64,
+    'package, Node 24, telemetry off': 60,
+    'before #32': 90,
+    'before #32, telemetry off': 60,
+  };
+  const verdicts = (r: WorkerFloor) => workerTargetLines(r).map((line) => line.split(' | ').at(-1));
 
-  test('met at the median, whatever one round says', () => {
-    const [line] = workerFloorTargetLines(run([1.1, 1.5, 1.2, 0.9, 1.19]));
-    expect(line).toContain('1.19× (median of 5 rounds; rounds 0.90–1.50)');
+  test('met at the median, whatever one round says; the spread is the lowest and highest round', () => {
+    const [line] = workerTargetLines(run([1.1, 1.5, 1.2, 0.9, 1.19], [single], [batch]));
+    expect(line).toContain('**1.19** (median of 5 rounds; 0.90 to 1.50)×');
     expect(line).toMatch(/\| met \|$/);
+    expect(verdicts(run([1.21, 1.21, 1.3], [single], [batch]))[0]).toBe('**not met** |');
   });
 
-  test('not met a hundredth above', () => {
-    expect(workerFloorTargetLines(run([1.21, 1.21, 1.3]))[0]).toMatch(/\| \*\*not met\*\* \|$/);
+  test("telemetry per single draw is on minus off over the package's own, round by round; Node 24's is reported", () => {
+    const r = run([1], [single, { ...single, 'package, Node 22': 1.7 }, { ...single, 'package, Node 22': 1.6 }], [batch]);
+    // Rounds: 0.4 / 1.1, 0.6 / 1.1, 0.5 / 1.1: the median 0.45, within ½.
+    expect(figures(r).singleTelemetry[0].median).toBeCloseTo(0.5 / 1.1, 10);
+    expect(verdicts(r).slice(2, 4)).toEqual(['met |', 'reported |']);
+    expect(verdicts(run([1], [{ ...single, 'package, Node 22': 1.66 }], [batch]))[2]).toBe('**not met** |');
+  });
+
+  test('telemetry per batch is on minus off over what it added before #32 in the same round: ½ on Node 22, ⅓ on Node 24', () => {
+    // Node 22 adds 10 of 30 ms (⅓), Node 24 adds 4 (0.13).
+    expect(verdicts(run([1], [single], [batch])).slice(4)).toEqual(['met |', 'met |']);
+    expect(verdicts(run([1], [single], [{ ...batch, 'package, Node 22': 75.01, 'package, Node 24': 70.01 }])).slice(4)).toEqual([
+      '**not met** |',
+      '**not met** |',
+    ]);
+    expect(verdicts(run([1], [single], [{ ...batch, 'package, Node 22': 75, 'package, Node 24': 70 }])).slice(4)).toEqual(['met |', 'met |']);
+  });
+
+  test('a segment not measured is not met', () => {
+    expect(verdicts({ ...run([1], [single], [batch]), segments: [] })).toEqual([
+      '**not met** |',
+      '**not met** |',
+      '**not met** |',
+      'reported |',
+      '**not met** |',
+      '**not met** |',
+    ]);
   });
 });
