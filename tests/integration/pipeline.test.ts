@@ -292,7 +292,46 @@ interface Setup {
   readonly ghLog: string;
   readonly artifacts: string;
 }
-function workspace(): Setup {
+/** A folder made by `make` (setting `dir` and the app's config), made once; each call returns a copy of it. */
+function copied(make: () => Setup): () => Setup {
+  let made: { dir: string; setup: Setup; appConfig: string; appLog?: string } | undefined;
+  return () => {
+    if (made === undefined) {
+      const setup = make();
+      made = { dir, setup, appConfig: readFileSync(appConfig, 'utf8'), appLog: existsSync(appLog) ? readFileSync(appLog, 'utf8') : undefined };
+    }
+    const from = made.dir;
+    const copy = mkdtempSync(join(tmpdir(), 'pipeline-'));
+    cpSync(from, copy, { recursive: true });
+    // The copy's own paths where the original's stood (the stand-ins' states and scripts name them).
+    const moved = (text: string) => text.split(from).join(copy);
+    for (const entry of readdirSync(copy, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const file = join(entry.parentPath, entry.name);
+      const bytes = readFileSync(file);
+      if (bytes.includes(from)) writeFileSync(file, moved(bytes.toString('utf8')));
+    }
+    dir = copy;
+    writeFileSync(appConfig, moved(made.appConfig));
+    if (made.appLog === undefined) rmSync(appLog, { force: true });
+    else writeFileSync(appLog, moved(made.appLog));
+    return Object.fromEntries(Object.entries(made.setup).map(([k, v]) => [k, moved(v)])) as unknown as Setup;
+  };
+}
+/**
+ * A workspace as the platform team leaves it before main's first push: settings applied, prod at phase 1.
+ * Made once (about 10 s of scripts); each test works on a copy of it.
+ */
+const workspace = copied(freshWorkspace);
+/** Main's push (run PUSHED) that deployed both environments from such a workspace, and its record: made once too. */
+const PUSHED = '900';
+let pushRecord: RunRecord;
+const pushed = copied(() => {
+  const setup = workspace();
+  pushRecord = run('push', setup, PUSHED);
+  return setup;
+});
+function freshWorkspace(): Setup {
   dir = mkdtempSync(join(tmpdir(), 'pipeline-'));
   const ws = join(dir, 'repo');
   for (const part of ['infra', 'scripts', '.github']) cpSync(join(ROOT, part), join(ws, part), { recursive: true });
@@ -619,8 +658,8 @@ function run(
 
 describe('a push to main', () => {
   test('builds once; previews dev and prod as the read-only plan identity; dev: what-if, create, partners, the package, smoke; then prod the same; the same zip in both', () => {
-    const setup = workspace();
-    const record = run('push', setup, '900');
+    const setup = pushed();
+    const record = pushRecord;
     const log = calls(setup.log);
     const changing = log.filter((c) => !isCall(c, 'account') && !(isCall(c, 'deployment', 'group', 'show') || isCall(c, 'deployment', 'group', 'list')));
     expect(changing.map((c) => `${c.as}: ${verb(c)}${c.args[0] === 'deployment' || c.args[0] === 'functionapp' ? ` ${groupOf(c)}` : ''}`)).toEqual([
@@ -706,8 +745,7 @@ describe('a push to main', () => {
   });
 
   test("each partner of the environment's parameters file gets its Partners row, inactive ones as inactive, and the smoke partner its own, signed in as the deployer", () => {
-    const setup = workspace();
-    run('push', setup, '901');
+    const setup = pushed();
     const inserts = calls(setup.log).filter((c) => isCall(c, 'storage', 'entity', 'insert'));
     const row = (as: string, account: string, clientId: string, partnerId: string, active: boolean) => [
       as,
@@ -756,19 +794,18 @@ test('a pull request is built and tested, signs in to nothing, changes nothing a
 });
 
 test("a rollback re-deploys an earlier run's artifact to the chosen environment: its code only, then the smoke check", () => {
-  const setup = workspace();
-  run('push', setup, '903');
+  const setup = pushed();
   rmSync(setup.log);
   rmSync(setup.ghLog);
   // A later release replaced the package in the workspace; the rollback must not pick it up.
   writeFileSync(join(setup.workspace, 'dist', 'draw-request-service.zip'), randomBytes(10));
-  run('workflow_dispatch', setup, '904', { environment: 'prod', run_id: '903', with_infrastructure: false });
+  run('workflow_dispatch', setup, '904', { environment: 'prod', run_id: PUSHED, with_infrastructure: false });
   const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
   expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['prod-deploy-client', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
   // The run was read from GitHub (with deploy.yml's id), then prod's protection and the subject template,
   // before its artifact was downloaded.
   expect(ghCalls(setup)).toEqual([
-    `api repos/${FULL_NAME}/actions/runs/903`,
+    `api repos/${FULL_NAME}/actions/runs/${PUSHED}`,
     `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
     ...FLOOR.map((l) => `api repos/${FULL_NAME}/compare/${l.since}...${RELEASE_COMMIT}`),
     `api -X GET repos/${FULL_NAME}/environments/prod`,
@@ -1170,25 +1207,24 @@ describe('scripts/deploy.sh by hand', () => {
     const codesOf = (stderr: string) => [...stderr.matchAll(/^ {2}(ERR_[A-Z_]+): /gm)].map((m) => m[1]);
 
     test('a release is fetched with the GitHub CLI, from the repository it was proven in, and deployed', () => {
-      const setup = workspace();
-      run('push', setup, '905');
+      const setup = pushed();
       rmSync(setup.log);
       rmSync(setup.ghLog);
       cleanMain(setup);
       signIn(setup.state, 'jane@lender.example', 'user');
-      const result = rollback(setup, 'prod', '905');
+      const result = rollback(setup, 'prod', PUSHED);
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
       expect(ghCalls(setup).map((c) => c.replace(/--dir \S+$/, '--dir <temporary>'))).toEqual([
         'repo view --json nameWithOwner',
         `api repos/${FULL_NAME}/branches/main`,
-        `api repos/${FULL_NAME}/actions/runs/905`,
+        `api repos/${FULL_NAME}/actions/runs/${PUSHED}`,
         `api repos/${FULL_NAME}/actions/workflows/deploy.yml`,
         ...FLOOR.map((l) => `api repos/${FULL_NAME}/compare/${l.since}...${RELEASE_COMMIT}`),
-        `run download 905 --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
+        `run download ${PUSHED} --repo ${FULL_NAME} --name draw-request-service --dir <temporary>`,
       ]);
-      expect(result.stdout).toContain(`run 905 is a release: a successful push to main of .github/workflows/deploy.yml in ${FULL_NAME}`);
-      expect(result.stdout).toContain('re-deploying run 905: {"commit":"c0ffee');
+      expect(result.stdout).toContain(`run ${PUSHED} is a release: a successful push to main of .github/workflows/deploy.yml in ${FULL_NAME}`);
+      expect(result.stdout).toContain(`re-deploying run ${PUSHED}: {"commit":"c0ffee`);
       const log = calls(setup.log).filter((c) => !isCall(c, 'account') && !isCall(c, 'deployment', 'group', 'list'));
       expect(log.map((c) => [c.as, verb(c), groupOf(c), c.sha256])).toEqual([['jane@lender.example', 'functionapp deploy', 'rg-drawreq-prod', setup.zipSha]]);
       expect(rollback(setup, 'prod', 'latest').status).toBe(2);
@@ -1244,8 +1280,7 @@ describe('scripts/deploy.sh by hand', () => {
     });
 
     test('no pinned repository (a pipeline file before the pin): refused before gh is asked anything', () => {
-      const setup = workspace();
-      run('push', setup, '908');
+      const setup = pushed();
       rmSync(setup.log);
       rmSync(setup.ghLog);
       const file = join(setup.workspace, 'infra', 'env', 'prod.pipeline.json');
@@ -1253,7 +1288,7 @@ describe('scripts/deploy.sh by hand', () => {
       delete unpinned.githubRepository;
       writeFileSync(file, JSON.stringify(unpinned));
       cleanMain(setup);
-      const result = rollback(setup, 'prod', '908');
+      const result = rollback(setup, 'prod', PUSHED);
       expect(result.status).toBe(1);
       expect(codesOf(result.stderr)).toEqual(['ERR_REPOSITORY_UNPINNED']);
       expect(ghCalls(setup)).toEqual([]);
@@ -1344,10 +1379,9 @@ describe("sign-in (issue #40): each job presents the token GitHub gives it, and 
   });
 
   test("a rollback (a dispatch of deploy.yml on main) signs in from the GitHub environment it deploys, with main's deploy-environment.yml", () => {
-    const setup = workspace();
-    run('push', setup, '912');
+    const setup = pushed();
     const tokens: Array<[string, string]> = [];
-    run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: '912', with_infrastructure: false }, { tokens });
+    run('workflow_dispatch', setup, '913', { environment: 'prod', run_id: PUSHED, with_infrastructure: false }, { tokens });
     expect(tokens).toEqual(Array(2).fill(['prod-deploy-client', subject(REPOSITORY, 'deploy-environment.yml', 'prod')]));
   });
 
@@ -1676,8 +1710,8 @@ describe("closed storage: only the app and the environment's runners inside its 
   };
 
   test("prod's parameters close its storage: its deploy job runs on its runner group, inside its network, writes the Partners rows through the private endpoint and deploys the code; nothing is opened", () => {
-    const setup = workspace();
-    const record = run('push', setup, '960');
+    const setup = pushed();
+    const record = pushRecord;
     expect(record.runners['deploy-prod > deploy']).toEqual({ group: PROD_RUNNER_GROUP });
     expect(network(setup, 'stdrawreqprodabc123')).toEqual({ publicNetworkAccess: 'Disabled', defaultAction: 'Deny', privateNetwork: PROD_NETWORK });
     expect(rows(setup, 'stdrawreqprodabc123')).toEqual([PARTNERS.prod[0].clientAppId, TARGETS.prod.deployClientId]);
@@ -1803,33 +1837,13 @@ describe("on-call's emergency stop: the stop-client workflow, on the environment
   const stopCalls = (setup: Setup) => (existsSync(setup.log) ? calls(setup.log).filter((c) => !isCall(c, 'account')) : []);
   /** A call as `who: method /account/table` (the Table service's) or `who: az command` (the Azure CLI's). */
   const described = (c: Call) => `${c.as}: ${c.args[0] === 'tables' ? c.args.slice(1).join(' ') : verb(c)}`;
-  /**
-   * A workspace after main's push deployed both environments. The push (about 30 s of jobs) runs once; each
-   * test gets a copy of its folder, the copy's own paths written where the original's stood.
-   */
-  let pushed: { dir: string; setup: Setup; appConfig: string } | undefined;
-  const deployed = (): Setup => {
-    if (pushed === undefined) {
-      const setup = workspace();
-      run('push', setup, '969');
-      rmSync(setup.log);
-      pushed = { dir, setup, appConfig: readFileSync(appConfig, 'utf8') };
-    }
-    const from = pushed.dir;
-    const copy = mkdtempSync(join(tmpdir(), 'pipeline-'));
-    cpSync(from, copy, { recursive: true });
-    const moved = (text: string) => text.split(from).join(copy);
-    for (const entry of readdirSync(copy, { recursive: true, withFileTypes: true })) {
-      if (!entry.isFile()) continue;
-      const file = join(entry.parentPath, entry.name);
-      const bytes = readFileSync(file);
-      if (bytes.includes(from)) writeFileSync(file, moved(bytes.toString('utf8')));
-    }
-    dir = copy;
-    writeFileSync(appConfig, moved(pushed.appConfig));
-    rmSync(appLog, { force: true });
-    return Object.fromEntries(Object.entries(pushed.setup).map(([k, v]) => [k, moved(v)])) as unknown as Setup;
-  };
+  /** A workspace after main's push deployed both environments: the push (about 30 s of jobs) runs once. */
+  const deployed = copied(() => {
+    const setup = workspace();
+    run('push', setup, '969');
+    rmSync(setup.log);
+    return setup;
+  });
   const PROD_CLIENT = PARTNERS.prod[0].clientAppId;
 
   test("prod: runs on prod's runner group, inside its network, as the stop identity from prod-stop, reads the client's Partners row and inserts its stop-list row, nothing else", () => {
