@@ -227,7 +227,7 @@ export class TelemetryStartError extends Error {
   readonly code: TelemetryStartErrorCode = 'ERR_TELEMETRY_START';
   constructor(readonly cause: string) {
     super(
-      `the Application Insights SDK did not start (${cause}): check APPLICATIONINSIGHTS_CONNECTION_STRING and the APPLICATIONINSIGHTS_*/OTEL_* settings (docs/decisions.md, "Telemetry settings")`,
+      `the Application Insights SDK did not start (${cause}): check APPLICATIONINSIGHTS_CONNECTION_STRING and the APPLICATIONINSIGHTS_*/OTEL_* settings (docs/contributing.md §9, "Telemetry settings")`,
     );
     this.name = 'TelemetryStartError';
   }
