@@ -263,6 +263,11 @@ const isOutcomeForgotten = (r: Reply) => r.status === 400 && r.body?.errors?.[0]
 const SETTLING_WAITS = Math.ceil((KEY_LIFETIME_MS + KEY_GRACE_MS) / KEY_GRACE_MS) + 2;
 /** A 502 that tells the partner nothing was recorded (the others say the outcome is unknown). */
 const saysNothingRecorded = (r: Reply) => r.status === 502 && /nothing was (submitted|recorded)/.test(String(r.body?.detail));
+/**
+ * The identity provider failed (its metadata or keys did not come in time, as on a starved machine): that
+ * `502` comes before the key is read and keeps its detail (contract §2.1), so it says nothing of the key.
+ */
+const identityProviderFailed = (a: Attempt) => a.reply?.status === 502 && /\bERR_IDP_/.test(a.told ?? '');
 
 function faultFor(random: Random, level: number, kind: StorageRequestKind): Fault {
   if (!random.chance(level)) return { kind: 'pass' };
@@ -662,10 +667,11 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     const client = HISTORY_CLIENTS.find((c) => c.clientId === a.client) as Client;
     let { attempt, done } = send(client, a.batch, a.key, true, a.intent, settler);
     await done;
-    for (let waits = 0; waits < SETTLING_WAITS && isPending(attempt.reply as Reply); waits++) {
+    for (let waits = 0; waits < SETTLING_WAITS && (isPending(attempt.reply as Reply) || identityProviderFailed(attempt)); waits++) {
       // Not known yet (inside its key's grace, or a completion the loans refuse now): the partner waits what
       // Retry-After says and asks again, until it learns the outcome (at the latest once the key settles).
-      clock.step(Number((attempt.reply as Reply).headers['retry-after']) * 1000);
+      // The identity provider's 502 is asked again at once.
+      if (isPending(attempt.reply as Reply)) clock.step(Number((attempt.reply as Reply).headers['retry-after']) * 1000);
       ({ attempt, done } = send(client, a.batch, a.key, true, a.intent, settler));
       await done;
     }
@@ -892,7 +898,7 @@ function checkHistory(
       });
       if (reply.status === 400 && withinRefusal.length > 0)
         say(a, `a 400 under the key, but the batch was recorded under it (request ${withinRefusal[0].requestId})`);
-      if (saysNothingRecorded(reply) && recorded.length > 0)
+      if (saysNothingRecorded(reply) && recorded.length > 0 && !identityProviderFailed(a))
         say(a, `told nothing was submitted, but the batch is recorded under its key (request ${recorded[0].requestId}): only "may have been recorded" is true`);
       // Recorded once under its key, ever: a batch that took its key is never judged anew under it.
       const recordings = recordedBatch(a);
