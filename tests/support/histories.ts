@@ -506,8 +506,6 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     return { attempt, done };
   };
 
-  /** What each intent sent last, and under which key: what its partner would resend (it corrects on a 400, never back). */
-  const lastSent = new Map<string, { batch: readonly Element[]; key?: string }>();
   /**
    * A client's intent: a batch sent and resent as the partners' guide says, until an answer settles it.
    * Some clients stop waiting (their answer is lost to them) and retry while the first is in flight.
@@ -524,7 +522,6 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
     const choices = new Random(choiceSeed);
     const intent = key === undefined ? undefined : intentId;
     for (let t = 0; t < tries; t++) {
-      lastSent.set(intentId, { batch, key });
       const { attempt, done } = send(client, batch, key, false, intent);
       const patienceMs = choices.chance(0.25) ? choices.int(20, 600) : undefined;
       const answered = await Promise.race([done.then(() => true), patienceMs === undefined ? done.then(() => true) : sleep(patienceMs).then(() => false)]);
@@ -605,7 +602,13 @@ export async function runHistory(world: HistoryWorld, seed: number, index = 0): 
         .map((i) => ({ client, id: `${i.id}|reuse`, key: i.key as string, batch: batchOf(client, random) })),
     );
     const resends = plans.flatMap(({ client, intents }) =>
-      intents.filter((i) => i.key !== undefined && random.chance(0.5)).map((i) => ({ client, id: i.id, ...(lastSent.get(i.id) ?? i) })),
+      intents
+        .filter((i) => i.key !== undefined && random.chance(0.5))
+        // What the intent sent last, under which key: what its partner would resend (it corrects on a 400, never back).
+        .map((i) => {
+          const { batch, key } = attempts.filter((a) => a.intent === i.id).pop() ?? i;
+          return { client, id: i.id, batch, key };
+        }),
     );
     // Past 48 hours after every take of the first phase, by every clock.
     await quietlyStep(() => clock.stepTo(clockStart + ROWS_KEPT_MS + CLOCK_SPREAD_MS + random.int(0, 3_000)));
