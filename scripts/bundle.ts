@@ -9,7 +9,7 @@
 import { build as esbuild, type BuildOptions } from 'esbuild';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { managedIdentityApart, noFunctionsHook, notShipped, oneCopy, oneDialect, xmlOnFirstUse } from './bundlePlugins';
+import { managedIdentityApart, noFunctionsHook, notShipped, oneCopy, oneDialect, semconvNamesUsed, xmlOnFirstUse } from './bundlePlugins';
 import { ownMappingsOnly } from './sourceMaps';
 
 // scripts/ from the sources (tests), dist/scripts/ once compiled.
@@ -112,7 +112,7 @@ export const MAIN_OPTIONS: BuildOptions = {
   ...COMMON_OPTIONS,
   entryPoints: [join(ROOT, 'functions', 'main.ts')],
   outfile: BUNDLE,
-  plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, noFunctionsHook, oneCopy(ROOT), oneDialect],
+  plugins: [managedIdentityApart, xmlOnFirstUse, notShipped, noFunctionsHook, semconvNamesUsed, oneCopy(ROOT), oneDialect],
 };
 
 export async function bundle(): Promise<BundleReport> {

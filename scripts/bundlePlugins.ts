@@ -329,6 +329,59 @@ export const noFunctionsHook: Plugin = {
   },
 };
 
+/**
+ * `@opentelemetry/semantic-conventions` names every attribute of every convention, deprecated ones
+ * included: about 200 KB that the exporter, the distro and the shim `require()` whole, and that ran
+ * at every start with telemetry on, for the 68 names they read. Each such require gets a module of
+ * its own exporting only the names its importer reads, from the package's ESM build (which esbuild
+ * tree-shakes). The build fails, naming the importer, when an importer uses the module in any way
+ * other than reading a property by name, or reads a name the package does not export.
+ */
+const SEMCONV = '@opentelemetry/semantic-conventions';
+export const semconvNamesUsed: Plugin = {
+  name: 'semconv-names-used',
+  setup(b) {
+    b.onResolve({ filter: /^@opentelemetry\/semantic-conventions$/ }, (args) =>
+      // Named by its importer, as under node_modules (the licence notices take only real packages' paths).
+      args.kind === 'require-call'
+        ? {
+            path: args.importer.slice(args.importer.lastIndexOf(`node_modules${sep}`) + 'node_modules/'.length),
+            namespace: 'semconv-names-used',
+            pluginData: args.importer,
+          }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'semconv-names-used' }, async (args) => {
+      const importer = args.pluginData as string;
+      const names = namesRead(readFileSync(importer, 'utf8'), SEMCONV);
+      if (typeof names === 'string') return { errors: [{ text: `${args.path}: ${names}` }] };
+      const esm = await b.resolve(SEMCONV, { kind: 'import-statement', resolveDir: dirname(importer) });
+      if (esm.errors.length > 0) return { errors: esm.errors };
+      return { contents: `export { ${[...names].sort().join(', ')} } from ${JSON.stringify(esm.path)};`, loader: 'js', resolveDir: dirname(importer) };
+    });
+  },
+};
+
+/**
+ * The names a CommonJS module reads from `require(<moduleName>)`, each binding used only as
+ * `binding.NAME` (TypeScript's CommonJS output); otherwise why not, as a sentence.
+ */
+export function namesRead(source: string, moduleName: string): Set<string> | string {
+  const required = `require(${JSON.stringify(moduleName)})`;
+  const declarations = [...source.matchAll(/\b(?:var|let|const)\s+([A-Za-z_$][\w$]*)\s*=\s*require\("([^"]+)"\)/g)].filter((m) => m[2] === moduleName);
+  if (declarations.length === 0 || source.split(required).length - 1 !== declarations.length) return `uses ${required} other than as \`const x = ${required}\``;
+  const declared = new Set(declarations.map((m) => m.index + m[0].indexOf(m[1], m[0].indexOf(' '))));
+  const names = new Set<string>();
+  for (const binding of new Set(declarations.map((m) => m[1]))) {
+    // Every mention not after a lone `.` (another object's property of that name), spreads included.
+    for (const use of source.matchAll(new RegExp(`(?<![\\w$])(?<!(?:^|[^.])\\.)${binding.replace(/\$/g, '\\$')}(?![\\w$])(\\.[A-Za-z_$][\\w$]*)?`, 'g'))) {
+      if (use[1] !== undefined) names.add(use[1].slice(1));
+      else if (!declared.has(use.index)) return `uses ${binding} (${required}) whole, not only by name`;
+    }
+  }
+  return names;
+}
+
 /** lib/managedIdentity is required on demand (lib/identityOnFirstUse.ts): it stays a file of its own beside the bundle. */
 export const managedIdentityApart: Plugin = {
   name: 'managed-identity-apart',

@@ -142,6 +142,9 @@ describe('the package Flex Consumption deploys', () => {
       ),
     ).toEqual([]);
     expect(sources).toEqual(expect.arrayContaining(['not-shipped:@opentelemetry/exporter-trace-otlp-grpc', 'not-shipped:@opentelemetry/propagator-b3']));
+    // The semantic conventions only as the names their CommonJS importers read, from the ESM build: none of the whole CommonJS one.
+    expect(sources.filter((s) => /semantic-conventions\/.*\.cjs$/.test(s))).toEqual([]);
+    expect(sources).toEqual(expect.arrayContaining(['semconv-names-used:@azure/monitor-opentelemetry-exporter/dist/commonjs/utils/spanUtils.js']));
   });
 
   test('every import of a stand-in is a path listed with the settings that could reach it (scripts/bundlePlugins.ts STAND_IN_PATHS), and every listed one is there', () => {

@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { ROOT } from '../../scripts/bundle';
-import { CHECKED_STEPS, FUNCTIONS_HOOK, FUNCTIONS_HOOK_STAND_IN, compatibilityOf, isNewer } from '../../scripts/bundlePlugins';
+import { CHECKED_STEPS, FUNCTIONS_HOOK, FUNCTIONS_HOOK_STAND_IN, compatibilityOf, isNewer, namesRead } from '../../scripts/bundlePlugins';
 
 test.each([
   ['2.12.1', '2.10.0', true],
@@ -39,4 +39,27 @@ test("the distro's Azure Functions hook, which the bundle stands in with one tha
   // Its constructor loads @azure/functions-core and calls _addPreInvocationHook; shutdown disposes that hook.
   expect(methods(real.AzureFunctionsHook).sort()).toEqual(['_addPreInvocationHook', ...methods(standIn.AzureFunctionsHook)].sort());
   expect(real.AzureFunctionsHook.toString().match(/registerHook\(\s*"(\w+)"/g)).toEqual(['registerHook("preInvocation"']);
+});
+
+describe('the names a CommonJS module reads from a require (the bundle keeps only those of @opentelemetry/semantic-conventions)', () => {
+  const M = '@opentelemetry/semantic-conventions';
+  test("TypeScript's CommonJS output: every binding.NAME, from every binding", () => {
+    const source = [
+      `const semantic_conventions_1 = require("${M}");`,
+      'const other_1 = require("other");',
+      'function f(span) { return span.attributes[semantic_conventions_1.ATTR_HTTP_METHOD] ?? (0, semantic_conventions_1.SEMATTRS_HTTP_URL); }',
+      `var semantic_conventions_2 = require("${M}");`,
+      'exports.x = semantic_conventions_2.SEMRESATTRS_SERVICE_NAME; other_1.semantic_conventions_1;',
+    ].join('\n');
+    expect(namesRead(source, M)).toEqual(new Set(['ATTR_HTTP_METHOD', 'SEMATTRS_HTTP_URL', 'SEMRESATTRS_SERVICE_NAME']));
+  });
+  test.each([
+    ['passed whole', `const s_1 = require("${M}");\nexports.all = s_1;`],
+    ['read by a computed key', `const s_1 = require("${M}");\nconst k = s_1[name];`],
+    ['spread', `const s_1 = require("${M}");\nconst all = { ...s_1 };`],
+    ['required without a binding', `__exportStar(require("${M}"), exports);`],
+    ['destructured', `const { ATTR_HTTP_METHOD } = require("${M}");`],
+  ])('refused when the module is %s', (_how, source) => {
+    expect(typeof namesRead(source, M)).toBe('string');
+  });
 });
