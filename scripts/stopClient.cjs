@@ -5,14 +5,9 @@
 // (.github/workflows/stop-client.yml) as the environment's stop identity, on the environment's runner:
 // inside its network when its storage is closed.
 //
-// Two requests, each the one REST call Table Storage documents for it, whatever the Azure CLI's version:
-// Get Entity of the client's Partners row (a client id that names no partner is refused, nothing written),
-// then Insert Entity of its stop-list row (@azure/data-tables' createEntity: one POST, which the stop
-// identity's role, `entities/add/action` alone, allows, and which fails with 409 EntityAlreadyExists when the
-// client is already stopped: it stays as it is). Signed in as the Azure CLI is (azure/login in the workflow,
-// az login by hand). Lifting a stop is a reviewed change of the parameters file, through the deployment
-// (docs/deploy.md, section 7), never this script. The account is the pipeline file's storageAccountName:
-// the stop identity cannot ask Azure where it is.
+// Two requests, Get Entity of the client's Partners row, then Insert Entity of its stop-list row, signed in
+// as the Azure CLI is; why these, and how storage's answers are read: docs/decisions/0200-the-emergency-stop-is-one-insert-entity-through-the-sdk.md.
+// Lifting a stop is a reviewed change of the parameters file (docs/deploy.md, section 7), never this script.
 //
 // Usage: node scripts/stopClient.cjs <dev|prod> <client application id>
 //   TABLES_ENDPOINT  the account's table endpoint, when not https://<account>.table.<the Azure CLI cloud's
