@@ -331,11 +331,12 @@ export const noFunctionsHook: Plugin = {
 
 /**
  * `@opentelemetry/semantic-conventions` names every attribute of every convention, deprecated ones
- * included: about 200 KB that the exporter, the distro and the shim `require()` whole, and that ran
- * at every start with telemetry on, for the 68 names they read. Each such require gets a module of
+ * included: about 200 KB that the exporter, the distro and the shim `require()` whole, and that would run
+ * at every start with telemetry on, for the few dozen names they read. Each such require gets a module of
  * its own exporting only the names its importer reads, from the package's ESM build (which esbuild
  * tree-shakes). The build fails, naming the importer, when an importer uses the module in any way
- * other than reading a property by name, or reads a name the package does not export.
+ * other than reading a property by name, or reads a name the package does not export
+ * (docs/decisions/0223-telemetry-start-up-what-it-runs.md).
  */
 const SEMCONV = '@opentelemetry/semantic-conventions';
 export const semconvNamesUsed: Plugin = {
