@@ -17,4 +17,6 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   testTimeout: 30000,
   maxWorkers: 2,
+  // The files known to take longest first, so that the two workers end together (tests/support/longestFirst.cjs).
+  testSequencer: '<rootDir>/tests/support/longestFirst.cjs',
 };
