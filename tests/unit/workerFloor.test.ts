@@ -4,7 +4,7 @@
  */
 import { encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
 import { SourceMap } from 'node:module';
-import { attribute, figures, workerTargetLines, type CpuProfile, type Side, type WorkerFloor } from '../../bench/workerFloor';
+import { PLAN, attribute, figures, workerTargetLines, type CpuProfile, type Side, type WorkerFloor } from '../../bench/workerFloor';
 import { ROOT } from '../../scripts/bundle';
 
 const BUNDLE = 'file:///tmp/app/dist/bundle/main.js';
@@ -209,6 +209,12 @@ describe("the targets: each a figure of every round, judged on the rounds' media
       '**not met** |',
     ]);
     expect(verdicts(run([1], [single], [{ ...batch, 'package, Node 22': 75, 'package, Node 24': 70 }])).slice(4)).toEqual(['met |', 'met |']);
+  });
+
+  test('the floor runs every segment the package without telemetry runs: the two compared have the same history (record 0224)', () => {
+    const runBy = (side: Side) => PLAN.filter((s) => s.sides.includes(side)).map(({ batch, concurrency }) => `${batch} at ${concurrency}`);
+    expect(runBy('floor')).toEqual(runBy('package, Node 22, telemetry off'));
+    expect(runBy('floor')).toContain('100 at 4');
   });
 
   test('a segment not measured is not met', () => {
