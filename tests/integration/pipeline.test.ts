@@ -167,12 +167,22 @@ interface Call {
 let dir: string;
 /** The "function app" the smoke check posts to: a process of its own, as the runner and the script block this one. */
 let app: ChildProcess;
+/** A folder under the system's temporary one, removed when the file's tests are done. */
+const scratchFolders: string[] = [];
+function scratch(prefix: string): string {
+  const folder = mkdtempSync(join(tmpdir(), prefix));
+  scratchFolders.push(folder);
+  return folder;
+}
+afterAll(() => {
+  for (const folder of scratchFolders) rmSync(folder, { recursive: true, force: true });
+});
 let url: string;
 let appLog: string;
 /** Its settings and storage, rewritten by each test (read on every request). */
 let appConfig: string;
 beforeAll(async () => {
-  const appDir = mkdtempSync(join(tmpdir(), 'pipeline-app-'));
+  const appDir = scratch('pipeline-app-');
   appLog = join(appDir, 'requests.log');
   appConfig = join(appDir, 'config.json');
   app = spawn(process.execPath, [join(ROOT, 'tests', 'support', 'functionAppStandIn.cjs'), appLog, appConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -189,7 +199,7 @@ let tablePorts: Record<string, number>;
 /** The CA the Table service's certificate is from, which scripts trust as a runner trusts Azure's (NODE_EXTRA_CA_CERTS). */
 let tableCa: string;
 beforeAll(async () => {
-  const certificates = mkdtempSync(join(tmpdir(), 'pipeline-tls-'));
+  const certificates = scratch('pipeline-tls-');
   const ca = await localCertificateAuthority(certificates);
   const server = await loopbackServerCertificate(ca);
   writeFileSync(join(certificates, 'key.pem'), server.key);
@@ -211,7 +221,7 @@ beforeAll(async () => {
 let oidc: { url: string; folder: string };
 let oidcTokens: ChildProcess;
 beforeAll(async () => {
-  const folder = mkdtempSync(join(tmpdir(), 'pipeline-oidc-'));
+  const folder = scratch('pipeline-oidc-');
   oidcTokens = spawn(process.execPath, [join(ROOT, 'tests', 'support', 'oidcTokenStandIn.cjs'), folder], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => oidcTokens.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   oidc = { url: `http://127.0.0.1:${port}`, folder };
@@ -298,6 +308,7 @@ function copied(make: () => Setup): () => Setup {
   return () => {
     if (made === undefined) {
       const setup = make();
+      scratchFolders.push(dir); // the original, copied for each test
       made = { dir, setup, appConfig: readFileSync(appConfig, 'utf8'), appLog: existsSync(appLog) ? readFileSync(appLog, 'utf8') : undefined };
     }
     const from = made.dir;
