@@ -24,6 +24,7 @@ import { cpus, loadavg } from 'node:os';
 import { startAzurite, type Azurite } from '../dev/azurite';
 import { createTables, putPartner, tableClient, tableSettings, tablesNamed } from '../dev/demoData';
 import { startOidcProvider, type OidcProvider } from '../dev/oidcProvider';
+import { PENDING_RETRY_MAX_SECONDS } from '../lib/idempotency';
 import { OUTCOME_UNKNOWN_DETAIL, RETRY_AFTER_SECONDS } from '../lib/problem';
 import { drawDay } from '../lib/store';
 import { spawnDevHost, type DevHostProcess } from '../tests/support/devHostProcess';
@@ -53,6 +54,10 @@ export interface DayPartitionOptions {
   readonly multiples?: readonly number[];
   readonly log?: (line: string) => void;
 }
+
+/** A Retry-After the contract allows on a keyed outcome-unknown 502: whole seconds, 1 to the grace's. */
+const pendingSeconds = (value: string | undefined) =>
+  value !== undefined && /^\d{1,3}$/.test(value) && Number(value) >= 1 && Number(value) <= PENDING_RETRY_MAX_SECONDS;
 
 interface Sent {
   readonly loans: readonly number[];
@@ -199,8 +204,12 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
       for (const s of sent) {
         if (s.status === 502 && s.detail !== OUTCOME_UNKNOWN_DETAIL && s.retryAfter !== String(RETRY_AFTER_SECONDS))
           violations.push(`a nothing-submitted 502 (${s.requestId}) carried Retry-After ${s.retryAfter}`);
-        if (s.status === 502 && s.detail === OUTCOME_UNKNOWN_DETAIL && s.retryAfter !== undefined)
-          violations.push(`an outcome-unknown 502 (${s.requestId}) carried Retry-After`);
+        // docs/contract.md §2.5: the outcome-unknown 502 carries Retry-After to a keyed request only (2, or up
+        // to the grace's seconds while an earlier attempt may land), never to one without a key.
+        if (s.status === 502 && s.detail === OUTCOME_UNKNOWN_DETAIL && s.key === undefined && s.retryAfter !== undefined)
+          violations.push(`an outcome-unknown 502 to a batch without a key (${s.requestId}) carried Retry-After`);
+        if (s.status === 502 && s.detail === OUTCOME_UNKNOWN_DETAIL && s.key !== undefined && !pendingSeconds(s.retryAfter))
+          violations.push(`an outcome-unknown 502 to a keyed batch (${s.requestId}) carried Retry-After ${s.retryAfter}`);
         if (s.status !== 204 && s.status !== 502) violations.push(`answered ${s.status} ${s.detail ?? ''}`);
       }
       results.push(result);
@@ -292,7 +301,7 @@ function report(
     ``,
     `Highest offered rate with every batch answered 204: **${fixed(sustained, 2)} batches/s** (${fixed(sustained / ceiling, 2)} × the ceiling of ${fixed(ceiling, 2)}).`,
     `Load average (1 min) ${fixed(loadBefore, 2)} before the steps, ${fixed(loadavg()[0], 2)} after (${cpus().length} cores).`,
-    `${problems.some((p) => p.includes('Retry-After')) ? 'Not every 502 carried the `Retry-After` it should (below).' : `Every nothing-submitted 502 carried \`Retry-After: ${RETRY_AFTER_SECONDS}\`, no outcome-unknown one did.`} Dev host: ${host.errorLines()} error log lines ` +
+    `${problems.some((p) => p.includes('Retry-After')) ? 'Not every 502 carried the `Retry-After` it should (below).' : `Every nothing-submitted 502 carried \`Retry-After: ${RETRY_AFTER_SECONDS}\`, every outcome-unknown one to a keyed batch carried one, none to a batch without a key.`} Dev host: ${host.errorLines()} error log lines ` +
       `(each 502 logs one)${host.errorSamples().length > 0 ? `, e.g. \`${host.errorSamples()[0].slice(0, 160)}\`` : ''}.`,
     `Storage after each step: ${problems.length === 0 ? 'every 204 batch whole, every nothing-submitted 502 batch absent, none half, none twice.' : `${problems.length} problem(s):`}`,
     ...problems.slice(0, 20).map((p) => `- ${p}`),
