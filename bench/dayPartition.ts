@@ -57,7 +57,7 @@ export interface DayPartitionOptions {
 
 /** A Retry-After the contract allows on a keyed outcome-unknown 502: whole seconds, 1 to the grace's. */
 const pendingSeconds = (value: string | undefined) =>
-  value !== undefined && /^\d{1,3}$/.test(value) && Number(value) >= 1 && Number(value) <= PENDING_RETRY_MAX_SECONDS;
+  value !== undefined && /^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= PENDING_RETRY_MAX_SECONDS;
 
 interface Sent {
   readonly loans: readonly number[];
