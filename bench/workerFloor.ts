@@ -73,14 +73,32 @@ export type Side = keyof typeof SIDES;
 const on = (node: NodeMajor) => `package, Node ${node}` as const;
 const off = (node: NodeMajor) => `package, Node ${node}, telemetry off` as const;
 
-/** The segments of a round, each run by the sides named, in this order. */
-export const PLAN: readonly { batch: 1 | 100; concurrency: number; requests: number; sides: readonly Side[] }[] = [
-  { batch: 1, concurrency: 1, requests: 300, sides: ['floor', on(22), off(22)] },
-  { batch: 1, concurrency: PROD, requests: 600, sides: ['floor', on(22), off(22), on(24), off(24)] },
+/**
+ * The segments of a round, each run by the groups named, in this order. The sides a single-draw target
+ * compares run at the same time, so that the shared machine's load falls on them alike (record 0225).
+ */
+export const PLAN: readonly { batch: 1 | 100; concurrency: number; requests: number; groups: readonly (readonly Side[])[] }[] = [
+  { batch: 1, concurrency: 1, requests: 300, groups: [['floor', on(22), off(22)]] },
+  {
+    batch: 1,
+    concurrency: PROD,
+    requests: 600,
+    groups: [
+      ['floor', on(22), off(22)],
+      [on(24), off(24)],
+    ],
+  },
   // The floor runs the batches too: a worker that has run batches of 100 spends about half as much again per
   // single draw afterwards, the floor as much as the package (record 0224), so only workers of the same history compare.
-  { batch: 100, concurrency: PROD, requests: 40, sides: ['floor', on(22), off(22), on(24), off(24), 'before #32', 'before #32, telemetry off'] },
+  {
+    batch: 100,
+    concurrency: PROD,
+    requests: 40,
+    groups: [['floor'], [on(22)], [off(22)], [on(24)], [off(24)], ['before #32'], ['before #32, telemetry off']],
+  },
 ];
+/** The sides that run a segment. */
+const sidesOf = (segment: (typeof PLAN)[number]): readonly Side[] => segment.groups.flat();
 
 /**
  * The targets of issue #48, each on the median of the rounds: the package's own CPU per single draw at
@@ -316,7 +334,7 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
     pin(process.pid, 1); // the host side and the load, beside the measured workers
     const start = async (side: Side, extraArgs: readonly string[] = []) => {
       const { app: what, node, telemetry } = SIDES[side];
-      const runs = PLAN.filter((s) => s.sides.includes(side));
+      const runs = PLAN.filter((s) => sidesOf(s).includes(side));
       const loans = Math.max(WARMUP.singles / 3, PROFILED, ...runs.map((s) => s.requests * s.batch));
       const { tables, pool } = await seededTables(services as Services, side.replace(/\W+/g, ''), FLOOR_PARTNER, loans);
       const { host } = await startWorker(apps[what], workerSettings(services as Services, tables, telemetry), nodes[node], [...nodeArgs, ...extraArgs]);
@@ -333,13 +351,13 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
     };
 
     process.stdout.write('the package in the real worker: warming up');
-    const sides = [...new Set(PLAN.flatMap((s) => s.sides))];
+    const sides = [...new Set(PLAN.flatMap(sidesOf))];
     const running = {} as Record<Side, Awaited<ReturnType<typeof start>>>;
     for (const side of sides) running[side] = await start(side);
     const counted = await inTurn(
       ROUNDS,
       PLAN.map((segment) => ({
-        sides: segment.sides,
+        groups: segment.groups,
         run: async (side: Side) => {
           const { host, pool } = running[side];
           const cell = await runCell(host, pool, token, segment.batch, segment.concurrency, segment.requests, { settleMs: EXPORT_SETTLE_MS });
@@ -368,7 +386,7 @@ export async function measureWorkerFloor(): Promise<WorkerFloor> {
       }
       await inTurn(PROFILED / PROFILE_CHUNK, [
         {
-          sides,
+          groups: sides.map((side) => [side]),
           run: async (side) => {
             const { host, pool, windows } = profiling.get(side) as NonNullable<ReturnType<typeof profiling.get>>;
             const from = monotonicMicros();
@@ -476,6 +494,9 @@ export function workerTargetLines(r: WorkerFloor): string[] {
   ];
 }
 
+/** The groups of single-draw segments whose sides run at the same time, as the section names them. */
+const together = () => [...new Set(PLAN.filter((s) => s.batch === 1).flatMap((s) => s.groups.filter((g) => g.length > 1).map((g) => g.join(', '))))].join('; ');
+
 /** The Markdown section. */
 export function workerFloorSection(r: WorkerFloor): string[] {
   const perSide = (s: Segment) => {
@@ -493,7 +514,7 @@ export function workerFloorSection(r: WorkerFloor): string[] {
     '',
     `Run ${r.date.slice(0, 16).replace('T', ' ')} UTC (\`bench/workerFloor.ts\`), load average ${r.load.before.toFixed(1)} before and ${r.load.after.toFixed(1)} after on two cores. The real Functions worker on Node ${r.nodes[22]} (and ${r.nodes[24]} where a side says Node 24), started with the deployment's Node options (\`${r.nodeArgs.join(' ')}\`), loads the package (the zip of \`npm run package\`; telemetry sent to a local ingestion endpoint, as in Azure, or off), the package before issue #32 (\`npm run package\` of ${r.baseline}, built by this run: \`bench/baseline.ts\`), or the floor as a function app (\`bench/floorApp.ts\`: it reads the body for the batch's loans, then makes the same point reads and transaction straight through \`@azure/data-tables\`, with no checks). The host side drives each worker over gRPC as the Functions host does; Azurite has core 0, the workers and the host side core 1. Every request is a valid batch of fresh loans, answered 204.`,
     '',
-    `${r.segments[0]?.rounds.length ?? 0} rounds after one not counted; in each, every worker runs its segment of each kind in turn, so that every segment follows the same pause of its worker. A worker's CPU (user + system, /proc) is read ${EXPORT_SETTLE_MS / 1000} s after a segment's last answer, so what the exporter sends of it counts, less the worker's idle CPU over as long. The targets above are figures of each round (the package's own CPU over the floor's; telemetry on minus off over the package's own CPU, or over what telemetry added before #32 in the same round): their median, and the lowest and highest round. Below, each side's median over the rounds.`,
+    `${r.segments[0]?.rounds.length ?? 0} rounds after one not counted; in each, the workers run each kind of segment in turn, so that every segment follows the same pause of its worker, except that the sides a single-draw target compares run theirs at the same time (${together()}), so that the shared machine's load falls on them alike (docs/decisions/0225-compared-sides-run-at-the-same-time.md). A worker's CPU (user + system, /proc) is read ${EXPORT_SETTLE_MS / 1000} s after a segment's last answer, so what the exporter sends of it counts, less the worker's idle CPU over as long. The targets above are figures of each round (the package's own CPU over the floor's; telemetry on minus off over the package's own CPU, or over what telemetry added before #32 in the same round): their median, and the lowest and highest round. Below, each side's median over the rounds.`,
     '',
     '| batch | concurrency | requests per segment | worker | CPU ms/request | p50 ms |',
     '|---|---|---|---|---|---|',

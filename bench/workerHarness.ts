@@ -213,14 +213,15 @@ export async function runCell(
 /** CPU ms per call of cells pooled. */
 export const perCall = (cells: readonly Cell[]) => cells.reduce((n, c) => n + c.cpuMsPerRequest * c.requests, 0) / cells.reduce((n, c) => n + c.requests, 0);
 
-/** One kind of segment of the rounds: which sides run it, and how one side's segment is run. */
+/** One kind of segment of the rounds: which sides run it, in groups taken in turn, and how one side's segment is run. */
 export interface SegmentPlan<S extends string> {
-  readonly sides: readonly S[];
+  /** The sides of a group run their segments at the same time (record 0225). */
+  readonly groups: readonly (readonly S[])[];
   run(side: S): Promise<Cell>;
 }
 
 /**
- * `rounds` rounds after one not counted, in each of which every side runs each of its segments in turn,
+ * `rounds` rounds after one not counted, in each of which every group runs each of its segments in turn,
  * so that every measured segment follows the same pause of its worker: in ABBA orders the worker whose
  * segment followed the longer pause paid up to a third more CPU for it, whichever package it ran. For
  * each segment of the plan, one record per counted round of each side's cell.
@@ -230,7 +231,10 @@ export async function inTurn<S extends string>(rounds: number, plan: readonly Se
   for (let round = -1; round < rounds; round++) {
     for (const [k, segment] of plan.entries()) {
       const cells: Partial<Record<S, Cell>> = {};
-      for (const side of segment.sides) cells[side] = await segment.run(side);
+      for (const group of segment.groups) {
+        const ran = await Promise.all(group.map((side) => segment.run(side)));
+        group.forEach((side, i) => (cells[side] = ran[i]));
+      }
       if (round >= 0) counted[k].push(cells);
     }
     process.stdout.write('.');

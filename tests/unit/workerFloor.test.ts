@@ -212,9 +212,22 @@ describe("the targets: each a figure of every round, judged on the rounds' media
   });
 
   test('the floor runs every segment the package without telemetry runs: the two compared have the same history (record 0224)', () => {
-    const runBy = (side: Side) => PLAN.filter((s) => s.sides.includes(side)).map(({ batch, concurrency }) => `${batch} at ${concurrency}`);
+    const runBy = (side: Side) => PLAN.filter((s) => s.groups.flat().includes(side)).map(({ batch, concurrency }) => `${batch} at ${concurrency}`);
     expect(runBy('floor')).toEqual(runBy('package, Node 22, telemetry off'));
     expect(runBy('floor')).toContain('100 at 4');
+  });
+
+  test('the sides a single-draw target compares run their segments at the same time (record 0225)', () => {
+    const compared: readonly (readonly Side[])[] = [
+      ['floor', 'package, Node 22, telemetry off'],
+      ['package, Node 22', 'package, Node 22, telemetry off'],
+      ['package, Node 24', 'package, Node 24, telemetry off'],
+    ];
+    for (const segment of PLAN.filter((s) => s.batch === 1)) {
+      for (const pair of compared.filter((p) => p.every((side) => segment.groups.flat().includes(side)))) {
+        expect(segment.groups.some((g) => pair.every((side) => g.includes(side)))).toBe(true);
+      }
+    }
   });
 
   test('a segment not measured is not met', () => {
