@@ -495,7 +495,10 @@ export function workerTargetLines(r: WorkerFloor): string[] {
 }
 
 /** The groups of single-draw segments whose sides run at the same time, as the section names them. */
-const together = () => [...new Set(PLAN.filter((s) => s.batch === 1).flatMap((s) => s.groups.filter((g) => g.length > 1).map((g) => g.join(', '))))].join('; ');
+const together = () =>
+  [
+    ...new Set(PLAN.filter((s) => s.batch === 1).flatMap((s) => s.groups.filter((g) => g.length > 1).map((g) => g.map((side) => `“${side}”`).join(' with ')))),
+  ].join('; ');
 
 /** The Markdown section. */
 export function workerFloorSection(r: WorkerFloor): string[] {
