@@ -204,8 +204,7 @@ export async function measureDayPartition(options: DayPartitionOptions = {}): Pr
       for (const s of sent) {
         if (s.status === 502 && s.detail !== OUTCOME_UNKNOWN_DETAIL && s.retryAfter !== String(RETRY_AFTER_SECONDS))
           violations.push(`a nothing-submitted 502 (${s.requestId}) carried Retry-After ${s.retryAfter}`);
-        // docs/contract.md §2.5: the outcome-unknown 502 carries Retry-After to a keyed request only (2, or up
-        // to the grace's seconds while an earlier attempt may land), never to one without a key.
+        // docs/contract.md §2.5: the outcome-unknown 502 carries Retry-After to a keyed request only.
         if (s.status === 502 && s.detail === OUTCOME_UNKNOWN_DETAIL && s.key === undefined && s.retryAfter !== undefined)
           violations.push(`an outcome-unknown 502 to a batch without a key (${s.requestId}) carried Retry-After`);
         if (s.status === 502 && s.detail === OUTCOME_UNKNOWN_DETAIL && s.key !== undefined && !pendingSeconds(s.retryAfter))

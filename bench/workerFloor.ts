@@ -98,7 +98,7 @@ export const PLAN: readonly { batch: 1 | 100; concurrency: number; requests: num
   },
 ];
 /** The sides that run a segment. */
-const sidesOf = (segment: (typeof PLAN)[number]): readonly Side[] => segment.groups.flat();
+export const sidesOf = (segment: (typeof PLAN)[number]): readonly Side[] => segment.groups.flat();
 
 /**
  * The targets of issue #48, each on the median of the rounds: the package's own CPU per single draw at

@@ -4,7 +4,7 @@
  */
 import { encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
 import { SourceMap } from 'node:module';
-import { PLAN, attribute, figures, workerTargetLines, type CpuProfile, type Side, type WorkerFloor } from '../../bench/workerFloor';
+import { PLAN, attribute, figures, sidesOf, workerTargetLines, type CpuProfile, type Side, type WorkerFloor } from '../../bench/workerFloor';
 import { ROOT } from '../../scripts/bundle';
 
 const BUNDLE = 'file:///tmp/app/dist/bundle/main.js';
@@ -212,7 +212,7 @@ describe("the targets: each a figure of every round, judged on the rounds' media
   });
 
   test('the floor runs every segment the package without telemetry runs: the two compared have the same history (record 0224)', () => {
-    const runBy = (side: Side) => PLAN.filter((s) => s.groups.flat().includes(side)).map(({ batch, concurrency }) => `${batch} at ${concurrency}`);
+    const runBy = (side: Side) => PLAN.filter((s) => sidesOf(s).includes(side)).map(({ batch, concurrency }) => `${batch} at ${concurrency}`);
     expect(runBy('floor')).toEqual(runBy('package, Node 22, telemetry off'));
     expect(runBy('floor')).toContain('100 at 4');
   });
@@ -224,7 +224,7 @@ describe("the targets: each a figure of every round, judged on the rounds' media
       ['package, Node 24', 'package, Node 24, telemetry off'],
     ];
     for (const segment of PLAN.filter((s) => s.batch === 1)) {
-      for (const pair of compared.filter((p) => p.every((side) => segment.groups.flat().includes(side)))) {
+      for (const pair of compared.filter((p) => p.every((side) => sidesOf(segment).includes(side)))) {
         expect(segment.groups.some((g) => pair.every((side) => g.includes(side)))).toBe(true);
       }
     }
